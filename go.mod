@@ -1,0 +1,3 @@
+module github.com/phalanx-sched/phalanx
+
+go 1.26
