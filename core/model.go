@@ -1,0 +1,151 @@
+package core
+
+// This file holds the model the core decides over. Every type is plain data:
+// the caller (the Kubernetes adapter or the simulator) builds a Snapshot, the
+// core reads it and never writes to it.
+
+// TaintEffect is what a taint does to members that do not tolerate it.
+type TaintEffect string
+
+// The taint effects, as Kubernetes names them. Only NoSchedule and NoExecute
+// keep a member off a node; PreferNoSchedule is a preference and is ignored
+// by the filter.
+const (
+	NoSchedule       TaintEffect = "NoSchedule"
+	PreferNoSchedule TaintEffect = "PreferNoSchedule"
+	NoExecute        TaintEffect = "NoExecute"
+)
+
+// Taint repels members that do not tolerate it.
+type Taint struct {
+	Key    string
+	Value  string
+	Effect TaintEffect
+}
+
+// TolerationOperator is how a toleration matches a taint's value.
+type TolerationOperator string
+
+// Toleration operators: Equal compares the value, Exists ignores it.
+const (
+	TolerationEqual  TolerationOperator = "Equal"
+	TolerationExists TolerationOperator = "Exists"
+)
+
+// Toleration lets a member onto nodes with a matching taint. An empty Key
+// with operator Exists tolerates every taint; an empty Effect matches every
+// effect.
+type Toleration struct {
+	Key      string
+	Operator TolerationOperator
+	Value    string
+	Effect   TaintEffect
+}
+
+// SelectorOperator is the operator of a node affinity requirement.
+type SelectorOperator string
+
+// The node affinity operators of Kubernetes.
+const (
+	SelectorIn           SelectorOperator = "In"
+	SelectorNotIn        SelectorOperator = "NotIn"
+	SelectorExists       SelectorOperator = "Exists"
+	SelectorDoesNotExist SelectorOperator = "DoesNotExist"
+	SelectorGt           SelectorOperator = "Gt"
+	SelectorLt           SelectorOperator = "Lt"
+)
+
+// Requirement is one node-label expression of a NodeSelectorTerm.
+type Requirement struct {
+	Key      string
+	Operator SelectorOperator
+	Values   []string
+}
+
+// NodeSelectorTerm holds if all of its requirements hold.
+type NodeSelectorTerm struct {
+	MatchExpressions []Requirement
+}
+
+// Constraints restrict which nodes a member may run on. Members built from
+// the same template should share one *Constraints: the core remembers, per
+// cycle, which (request, constraints) shapes found no node, keyed on the
+// pointer.
+type Constraints struct {
+	// NodeSelector labels must all be present on the node with these values.
+	NodeSelector map[string]string
+	// Affinity is required node affinity: at least one term must hold.
+	// Empty means no requirement.
+	Affinity []NodeSelectorTerm
+	// Tolerations let the member onto tainted nodes.
+	Tolerations []Toleration
+}
+
+// Node is a machine members can be placed on.
+type Node struct {
+	Name        string
+	Allocatable Vector
+	// Used is what is already requested on the node by every pod bound to it,
+	// whoever scheduled it.
+	Used          Vector
+	Labels        map[string]string
+	Taints        []Taint
+	Unschedulable bool
+}
+
+// Queue is a tenant's share of the cluster.
+type Queue struct {
+	Name string
+	// Weight is the queue's relative share; values below 1 count as 1.
+	Weight int64
+	// Capability caps what the queue's gangs may hold; Unlimited dimensions
+	// are not capped. The zero Vector means the queue may hold nothing.
+	Capability Vector
+	// Guarantee is what the queue deserves whatever the weights say.
+	Guarantee Vector
+	// Allocated is what the queue's bound members hold now.
+	Allocated Vector
+	// Closed queues accept no new placements.
+	Closed bool
+}
+
+// Member is one pod of a gang that is waiting for a node.
+type Member struct {
+	Name        string
+	Request     Vector
+	Constraints *Constraints
+}
+
+// Gang is a group of members placed all-or-nothing: the first MinMember
+// members (counting those already Bound) are placed in one transaction or not
+// at all; members beyond that are elastic and placed one by one.
+type Gang struct {
+	// ID is unique in the snapshot; plans and diagnostics name gangs by it.
+	ID       string
+	Queue    string
+	Priority int32
+	// MinMember is how many members must run together. Values below 1 make
+	// the gang invalid; the core reports it and places nothing.
+	MinMember int
+	// Arrival orders gangs of equal priority: earlier first, then by ID.
+	Arrival int64
+	// Bound counts members that already hold a node (bound, running or
+	// finished); they count toward MinMember.
+	Bound int
+	// Pending are the members waiting for a node, in the order they should
+	// be placed.
+	Pending []Member
+	// Invalid, when not empty, is why the gang's spec cannot be scheduled; the
+	// core reports it as is and places nothing.
+	Invalid string
+}
+
+// Snapshot is the state one cycle decides over. The core only reads it.
+type Snapshot struct {
+	Resources ResourceNames
+	Nodes     []Node
+	Queues    []Queue
+	// Gangs with pending members. Callers that keep them in arrival order
+	// save the core a sort.
+	Gangs []*Gang
+}

@@ -1,0 +1,59 @@
+package core
+
+// Bind places one member of a gang on a node.
+type Bind struct {
+	Gang   string
+	Member string
+	Node   string
+}
+
+// Plan is what a cycle decided. The caller carries it out through its own
+// executor and reports the results back as state in the next snapshot.
+type Plan struct {
+	// Binds in the order they were decided; a gang's binds are contiguous.
+	Binds []Bind
+}
+
+// Reason classifies why a gang is still pending.
+type Reason string
+
+// Why a gang waits. The message of a GangStatus gives the details in words.
+const (
+	// ReasonUnschedulable: the cluster has not enough free resources, in
+	// total or on fitting nodes, for the gang's minimum.
+	ReasonUnschedulable Reason = "Unschedulable"
+	// ReasonQueueAtCapability: placing the gang would take its queue past
+	// the queue's capability.
+	ReasonQueueAtCapability Reason = "QueueAtCapability"
+	// ReasonQueueClosed: the gang's queue accepts no new placements.
+	ReasonQueueClosed Reason = "QueueClosed"
+	// ReasonQueueNotFound: the gang names a queue that does not exist.
+	ReasonQueueNotFound Reason = "QueueNotFound"
+	// ReasonNotEnoughMembers: fewer members exist than MinMember.
+	ReasonNotEnoughMembers Reason = "NotEnoughMembers"
+	// ReasonInvalid: the gang's spec is malformed.
+	ReasonInvalid Reason = "Invalid"
+	// ReasonBlocked: a strict-order policy stops at an earlier gang that
+	// does not fit.
+	ReasonBlocked Reason = "Blocked"
+)
+
+// GangStatus says why one gang is still pending after a cycle.
+type GangStatus struct {
+	Gang   string
+	Reason Reason
+	// Message is for people: "3/5 members fit; short 4 nvidia.com/gpu".
+	Message string
+	// Fit is how many of the members needed for MinMember fitted before the
+	// transaction was rolled back; Need is how many were needed.
+	Fit, Need int
+}
+
+// Diagnostics describe the outcome of a cycle for every gang it looked at.
+type Diagnostics struct {
+	// Pending holds one status per gang that did not reach MinMember, in the
+	// order the cycle considered them.
+	Pending []GangStatus
+	// Scheduled lists gangs that reached MinMember in this cycle.
+	Scheduled []string
+}

@@ -1,0 +1,49 @@
+package core
+
+import "fmt"
+
+// Ordering is how a cycle orders gangs across queues.
+type Ordering int
+
+const (
+	// FairShare visits queues by weighted dominant-resource share, least
+	// served first, and gangs within a queue by priority then arrival. A gang
+	// that does not fit does not block the gangs behind it.
+	FairShare Ordering = iota
+	// StrictFIFO visits all gangs by arrival across the whole cluster and
+	// stops at the first that does not fit (basic kube-batch behaviour, kept
+	// as a baseline).
+	StrictFIFO
+)
+
+// Config is the validated configuration of a Scheduler.
+type Config struct {
+	// GPU names the accelerator resource that placement packs on, e.g.
+	// "nvidia.com/gpu". Empty means "nvidia.com/gpu".
+	GPU string
+	// Ordering of gangs across queues.
+	Ordering Ordering
+}
+
+// DefaultGPU is the accelerator resource used when Config.GPU is empty.
+const DefaultGPU = "nvidia.com/gpu"
+
+// Scheduler runs cycles. It holds configuration only, no cluster state, so
+// one Scheduler may serve any number of snapshots; RunCycle is safe to call
+// from several goroutines on distinct snapshots.
+type Scheduler struct {
+	cfg Config
+}
+
+// New validates cfg and returns a Scheduler.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.GPU == "" {
+		cfg.GPU = DefaultGPU
+	}
+	switch cfg.Ordering {
+	case FairShare, StrictFIFO:
+	default:
+		return nil, fmt.Errorf("core: unknown ordering %d", cfg.Ordering)
+	}
+	return &Scheduler{cfg: cfg}, nil
+}
