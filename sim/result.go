@@ -1,0 +1,86 @@
+package sim
+
+// Policy names accepted by Run.
+const (
+	PolicyPhalanx  = "phalanx"
+	PolicyPodByPod = "pod-by-pod"
+	PolicyFIFOGang = "fifo-gang"
+)
+
+// Policies lists every policy in the order reports show them.
+var Policies = []string{PolicyPhalanx, PolicyPodByPod, PolicyFIFOGang}
+
+// Metrics are the figures of one run, as `phalanx simulate --output json`
+// prints them. Times are in seconds.
+type Metrics struct {
+	JobsTotal         int     `json:"jobs_total"`
+	JobsCompleted     int     `json:"jobs_completed"`
+	StuckJobs         int     `json:"stuck_jobs"`
+	UnschedulableJobs int     `json:"unschedulable_jobs"`
+	MeanJCT           float64 `json:"mean_jct_s"`
+	P50JCT            float64 `json:"p50_jct_s"`
+	P99JCT            float64 `json:"p99_jct_s"`
+	MeanWait          float64 `json:"mean_wait_s"`
+	P99Wait           float64 `json:"p99_wait_s"`
+	P99WaitBig        float64 `json:"p99_wait_big_s"`
+	GPUUtilization    float64 `json:"gpu_utilization"`
+	WastedGPUSeconds  float64 `json:"wasted_gpu_s"`
+	Makespan          float64 `json:"makespan_s"`
+	JainFairness      float64 `json:"jain_fairness"`
+}
+
+// JobState is where a job ended up when the run ended.
+type JobState string
+
+// Job states at the end of a run.
+const (
+	JobCompleted     JobState = "Completed"
+	JobStuck         JobState = "Stuck"         // would fit an empty cluster, never completed
+	JobUnschedulable JobState = "Unschedulable" // larger than the whole cluster
+)
+
+// JobOutcome is what happened to one job. Start and Finish are -1 when the
+// job never started or never finished.
+type JobOutcome struct {
+	ID     string
+	Queue  string
+	GPUs   int64
+	Submit int64
+	Start  int64
+	Finish int64
+	State  JobState
+	// Placed is how many members held a node when the run ended, or when the
+	// job started.
+	Placed, Members int
+	// Reason is the last diagnostic of a job that never started.
+	Reason string
+}
+
+// Sample is one step of a step function of time.
+type Sample struct {
+	Time int64
+	// Running is GPUs held by members of running jobs; Held is GPUs held by
+	// any member, running or waiting for the rest of its job.
+	Running, Held int64
+}
+
+// PodEvent is one change of one member, recorded when Options.Record is set.
+type PodEvent struct {
+	Time int64
+	Job  string
+	Pod  string
+	// Kind is "bound", "running" (its job started), "completed".
+	Kind string
+	Node string
+}
+
+// Result is the outcome of running one policy over one workload.
+type Result struct {
+	Policy  string
+	Metrics Metrics
+	Jobs    []JobOutcome
+	// GPUs is a step series of GPUs in use over virtual time.
+	GPUs []Sample
+	// Events is the per-member timeline, when Options.Record is set.
+	Events []PodEvent
+}

@@ -1,0 +1,98 @@
+// Package workload reads what the simulator runs: a cluster (node pools that
+// may join over time), queues and jobs. It parses the two input formats, GPU
+// cluster traces in CSV and scenario files in YAML, and validates them so
+// that every error names the file, the line and the problem.
+//
+// Resource amounts are integers keyed by Kubernetes resource name: "cpu" in
+// milli-CPU, "memory" in bytes, "pods", and extended resources such as
+// "nvidia.com/gpu" in device counts.
+package workload
+
+import "github.com/phalanx-sched/phalanx/core"
+
+// GPU is the accelerator resource the simulator counts for utilisation.
+const GPU = "nvidia.com/gpu"
+
+// Workload is one simulator input: a cluster and the jobs submitted to it.
+type Workload struct {
+	// Name identifies the input in reports: a file name or a built-in name.
+	Name string
+	// Description says in one or two sentences what the input shows
+	// (built-in scenarios); may be empty.
+	Description string
+	// Resources lists the extended resources used anywhere in the input
+	// (e.g. "nvidia.com/gpu"), sorted, without "cpu", "memory" and "pods".
+	Resources []string
+	// Pools are the node pools, in input order.
+	Pools []NodePool
+	// Queues, in input order. Every job's queue is among them.
+	Queues []Queue
+	// Jobs sorted by Submit, ties in input order.
+	Jobs []Job
+}
+
+// NodePool is Count identical nodes that join the cluster at time At.
+type NodePool struct {
+	Name  string
+	Count int
+	// At is when the pool joins, in seconds of virtual time.
+	At          int64
+	Allocatable map[string]int64
+	Labels      map[string]string
+	Taints      []core.Taint
+}
+
+// Queue is a tenant queue.
+type Queue struct {
+	Name   string
+	Weight int64
+	// Capability caps what the queue may hold; resources absent from the
+	// map are not capped. Nil means no cap at all.
+	Capability map[string]int64
+	// Guarantee is what the queue deserves whatever the weights say.
+	Guarantee map[string]int64
+}
+
+// Job is one gang: its tasks' replicas are its members.
+type Job struct {
+	ID       string
+	Queue    string
+	Priority int32
+	// Submit is when the job's pods are created; Duration how long the job
+	// runs once all of its MinMember members run. Both in seconds.
+	Submit, Duration int64
+	// MinMember is how many members must run together; the parsers default
+	// it to the total of the tasks' replicas.
+	MinMember int
+	Tasks     []Task
+	// Source is "file:line" of the job's definition, for messages.
+	Source string
+}
+
+// Task is a role of a job (e.g. ps, worker) with identical replicas.
+type Task struct {
+	Role         string
+	Replicas     int
+	Requests     map[string]int64
+	NodeSelector map[string]string
+	Affinity     []core.NodeSelectorTerm
+	Tolerations  []core.Toleration
+}
+
+// Members returns the number of members of the job (sum of replicas).
+func (j *Job) Members() int {
+	n := 0
+	for _, t := range j.Tasks {
+		n += t.Replicas
+	}
+	return n
+}
+
+// Total returns the job's total request of the named resource.
+func (j *Job) Total(resource string) int64 {
+	var n int64
+	for _, t := range j.Tasks {
+		n += int64(t.Replicas) * t.Requests[resource]
+	}
+	return n
+}
