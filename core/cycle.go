@@ -1,9 +1,283 @@
 package core
 
+import (
+	"container/heap"
+	"fmt"
+)
+
+// One cycle, in plain words:
+//
+//  1. Index the nodes by free accelerators (index.go) and give every queue
+//     its deserved share (fairshare.go).
+//  2. Visit gangs in policy order: under FairShare, pop the queue with the
+//     lowest share and take its next gang by priority then arrival; under
+//     StrictFIFO, take gangs by arrival across the cluster and stop at the
+//     first that does not fit.
+//  3. Place each gang's minimum in one transaction (place.go): every member
+//     needed to reach MinMember gets a node, or the transaction is rolled back
+//     and nothing is held for the gang. A queue whose capability the gang
+//     would exceed gets nothing.
+//  4. When every gang has had its turn, place the elastic members (beyond
+//     MinMember) of satisfied gangs one by one, in the same order, so that no
+//     gang's extras take room another gang's minimum needed.
+//
+// Resources only ever get scarcer within a cycle (evictions are planned, not
+// applied), so a member shape that found no node stays unplaceable for the
+// rest of the cycle; the cycle remembers such shapes and fails them at once.
+
 // RunCycle decides one scheduling cycle over snap at time now and returns
 // the plan and why every gang left pending waits. It does not modify snap.
 // The same snapshot and time always give the same plan, bit for bit.
 func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
-	// TODO: implementation in progress.
-	return Plan{}, Diagnostics{}
+	c := newCycle(s, snap)
+	switch s.cfg.Ordering {
+	case StrictFIFO:
+		c.runStrictFIFO()
+	default:
+		c.runFairShare()
+	}
+	c.placeElastic()
+	return c.plan, c.diag
+}
+
+type cycle struct {
+	cfg    Config
+	snap   *Snapshot
+	x      *freeIndex
+	queues map[string]*queueState
+	order  []*queueState // queues by name, for deterministic iteration
+	unfit  map[shapeKey]*nodeReport
+	// satisfied gangs in the order they were visited, with the index of their
+	// first pending member not yet placed.
+	satisfied []elastic
+	plan      Plan
+	diag      Diagnostics
+	scratch   txn
+}
+
+type elastic struct {
+	g    *Gang
+	qs   *queueState
+	from int
+}
+
+func newCycle(s *Scheduler, snap *Snapshot) *cycle {
+	c := &cycle{
+		cfg:    s.cfg,
+		snap:   snap,
+		x:      newFreeIndex(snap.Nodes, snap.Resources.Index(s.cfg.GPU)),
+		queues: make(map[string]*queueState, len(snap.Queues)),
+		unfit:  make(map[shapeKey]*nodeReport),
+	}
+	for i := range snap.Queues {
+		q := &snap.Queues[i]
+		if _, dup := c.queues[q.Name]; dup {
+			continue // the first definition wins; callers keep names unique
+		}
+		qs := &queueState{q: q, weight: max(q.Weight, 1), allocated: q.Allocated}
+		c.queues[q.Name] = qs
+		c.order = append(c.order, qs)
+	}
+	sortQueuesByName(c.order)
+	return c
+}
+
+// admit files g under its queue, or reports why it cannot be considered at
+// all. It returns the queue state, or nil when g was reported.
+func (c *cycle) admit(g *Gang) *queueState {
+	if st, bad := validate(g); bad {
+		c.diag.Pending = append(c.diag.Pending, st)
+		return nil
+	}
+	qs := c.queues[g.Queue]
+	if qs == nil {
+		c.pending(g, ReasonQueueNotFound, 0, fmt.Sprintf("queue %q does not exist", g.Queue))
+		return nil
+	}
+	return qs
+}
+
+func validate(g *Gang) (GangStatus, bool) {
+	need := g.MinMember - g.Bound
+	switch {
+	case g.Invalid != "":
+		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: g.Invalid}, true
+	case g.MinMember < 1:
+		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, text: fmt.Sprintf("minMember is %d; it must be at least 1", g.MinMember)}, true
+	case g.Bound+len(g.Pending) < g.MinMember:
+		have := g.Bound + len(g.Pending)
+		return GangStatus{Gang: g.ID, Reason: ReasonNotEnoughMembers, Need: need, text: fmt.Sprintf(
+			"%d of %d members exist (minMember %d); waiting for %d more", have, g.MinMember, g.MinMember, g.MinMember-have)}, true
+	}
+	for i := range g.Pending {
+		for d, v := range g.Pending[i].Request {
+			if v < 0 {
+				return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: fmt.Sprintf(
+					"member %s requests a negative amount of resource #%d", g.Pending[i].Name, d)}, true
+			}
+		}
+	}
+	return GangStatus{}, false
+}
+
+func (c *cycle) pending(g *Gang, r Reason, need int, text string) {
+	c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: r, Need: need, text: text})
+}
+
+func (c *cycle) runFairShare() {
+	for _, g := range c.snap.Gangs {
+		if g == nil {
+			continue
+		}
+		if qs := c.admit(g); qs != nil {
+			qs.gangs = append(qs.gangs, g)
+		}
+	}
+	var total Vector
+	for i := range c.snap.Nodes {
+		if !c.snap.Nodes[i].Unschedulable {
+			total = total.Add(c.snap.Nodes[i].Allocatable)
+		}
+	}
+	h := make(queueHeap, 0, len(c.order))
+	for _, qs := range c.order {
+		if len(qs.gangs) == 0 {
+			continue
+		}
+		sortGangs(qs.gangs, gangBefore)
+		qs.demand = qs.allocated
+		for _, g := range qs.gangs {
+			for i := range g.Pending {
+				qs.demand = qs.demand.Add(g.Pending[i].Request)
+			}
+		}
+		h = append(h, qs)
+	}
+	deal(h, total)
+	for _, qs := range h {
+		qs.updateShare()
+	}
+	heap.Init(&h)
+	for h.Len() > 0 {
+		qs := h[0]
+		g := qs.gangs[qs.next]
+		qs.next++
+		if c.tryGang(g, qs) {
+			qs.updateShare()
+		}
+		if qs.next == len(qs.gangs) {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+	}
+}
+
+func (c *cycle) runStrictFIFO() {
+	gangs := make([]*Gang, 0, len(c.snap.Gangs))
+	for _, g := range c.snap.Gangs {
+		if g != nil {
+			gangs = append(gangs, g)
+		}
+	}
+	sortGangs(gangs, arrivedBefore)
+	var head *Gang
+	for _, g := range gangs {
+		qs := c.admit(g)
+		if qs == nil {
+			continue
+		}
+		if head != nil {
+			if g.Bound < g.MinMember {
+				c.pending(g, ReasonBlocked, g.MinMember-g.Bound, fmt.Sprintf(
+					"waiting behind gang %s, which does not fit (strict FIFO)", head.ID))
+			}
+			continue
+		}
+		if !c.tryGang(g, qs) {
+			head = g
+		}
+	}
+}
+
+// tryGang places what g needs to reach MinMember, all or nothing, and
+// reports whether g is now satisfied.
+func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
+	need := g.MinMember - g.Bound
+	if need <= 0 {
+		c.satisfied = append(c.satisfied, elastic{g: g, qs: qs})
+		return true
+	}
+	if qs.q.Closed {
+		c.pending(g, ReasonQueueClosed, need, fmt.Sprintf("queue %s is closed", qs.q.Name))
+		return false
+	}
+	var want Vector
+	for i := 0; i < need; i++ {
+		want = want.Add(podRequest(&g.Pending[i]))
+	}
+	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
+		c.pending(g, ReasonQueueAtCapability, need, fmt.Sprintf(
+			"queue %s is at its capability: the gang needs %s more, the queue holds %d of %d %s",
+			qs.q.Name, c.snap.Resources.Format(want), qs.allocated[d], qs.q.Capability[d], c.snap.Resources.Name(d)))
+		return false
+	}
+	t := &c.scratch
+	if st, ok := c.placeAll(g, g.Pending[:need], t); !ok {
+		c.diag.Pending = append(c.diag.Pending, st)
+		return false
+	}
+	for _, p := range t.placed {
+		c.plan.Binds = append(c.plan.Binds, Bind{Gang: g.ID, Member: g.Pending[p.member].Name, Node: c.snap.Nodes[p.node].Name})
+	}
+	qs.allocated = qs.allocated.Add(want)
+	c.diag.Scheduled = append(c.diag.Scheduled, g.ID)
+	c.satisfied = append(c.satisfied, elastic{g: g, qs: qs, from: need})
+	return true
+}
+
+// placeElastic places, one by one, the pending members of satisfied gangs
+// beyond what MinMember required.
+func (c *cycle) placeElastic() {
+	for _, e := range c.satisfied {
+		for i := e.from; i < len(e.g.Pending); i++ {
+			m := &e.g.Pending[i]
+			r := podRequest(m)
+			if _, over := exceeds(e.qs.allocated.Add(r), e.qs.q.Capability); over || e.qs.q.Closed {
+				break
+			}
+			n, ok := c.findNode(m, r, nil, c.x.gpus(r))
+			if !ok {
+				continue
+			}
+			c.x.take(n, r)
+			e.qs.allocated = e.qs.allocated.Add(r)
+			c.plan.Binds = append(c.plan.Binds, Bind{Gang: e.g.ID, Member: m.Name, Node: c.snap.Nodes[n].Name})
+		}
+	}
+}
+
+// podRequest is a member's request with the pod slot it takes.
+func podRequest(m *Member) Vector {
+	r := m.Request
+	r[Pods] = 1
+	return r
+}
+
+// exceeds reports the first dimension where v is over limit.
+func exceeds(v, limit Vector) (int, bool) {
+	for d := range v {
+		if v[d] > limit[d] {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+func sortQueuesByName(qs []*queueState) {
+	for i := 1; i < len(qs); i++ {
+		for j := i; j > 0 && qs[j].q.Name < qs[j-1].q.Name; j-- {
+			qs[j], qs[j-1] = qs[j-1], qs[j]
+		}
+	}
 }

@@ -1,5 +1,7 @@
 package core
 
+import "fmt"
+
 // Bind places one member of a gang on a node.
 type Bind struct {
 	Gang   string
@@ -38,15 +40,39 @@ const (
 	ReasonBlocked Reason = "Blocked"
 )
 
-// GangStatus says why one gang is still pending after a cycle.
+// GangStatus says why one gang is still pending after a cycle. Its fields
+// are cheap to produce; Message renders them in words only when asked, so
+// that a cycle over thousands of waiting gangs formats nothing.
 type GangStatus struct {
 	Gang   string
 	Reason Reason
-	// Message is for people: "3/5 members fit; short 4 nvidia.com/gpu".
-	Message string
 	// Fit is how many of the members needed for MinMember fitted before the
 	// transaction was rolled back; Need is how many were needed.
 	Fit, Need int
+	// Short is what the cluster lacks in total for the members that did not
+	// fit, beyond everything free; zero when the gang is blocked by
+	// fragmentation or constraints rather than by totals.
+	Short Vector
+
+	names  ResourceNames
+	report *nodeReport
+	text   string
+}
+
+// Message says in words why the gang waits, e.g.
+// "3/5 members fit; short 4 nvidia.com/gpu".
+func (s GangStatus) Message() string {
+	if s.Reason != ReasonUnschedulable {
+		return s.text
+	}
+	msg := fmt.Sprintf("%d/%d members fit", s.Fit, s.Need)
+	if !s.Short.IsZero() {
+		msg += "; short " + s.names.Format(s.Short)
+	}
+	if s.report != nil && (s.Short.IsZero() || s.report.filtered()) {
+		msg += "; " + s.report.describe(s.names)
+	}
+	return msg
 }
 
 // Diagnostics describe the outcome of a cycle for every gang it looked at.

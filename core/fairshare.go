@@ -1,0 +1,161 @@
+package core
+
+import (
+	"container/heap"
+	"sort"
+)
+
+// This file orders queues by fair share.
+//
+// What a queue deserves is computed by water-filling: the cluster's
+// allocatable resources are dealt out in proportion to the queues' weights,
+// no queue getting more than it demands (what it holds plus what its gangs
+// ask for) or more than its capability; what a satisfied queue leaves is
+// dealt out again among the rest. A queue always deserves at least its
+// guarantee. A queue's share is then the largest, over resources, of what it
+// holds divided by what it deserves (its dominant share, relative to its
+// due), and the cycle serves the queue with the lowest share first.
+//
+// The policy is work-conserving: a queue past its deserved share still gets
+// resources nobody else can use in this cycle. Only its capability is a hard
+// limit. Taking back what a queue holds beyond its share is reclaim's job.
+
+type queueState struct {
+	q         *Queue
+	weight    int64
+	allocated Vector
+	demand    Vector
+	deserved  Vector
+	gangs     []*Gang
+	next      int // index of the next gang to visit
+	share     float64
+	heapIndex int
+}
+
+// deal computes deserved for every queue by water-filling total among them.
+func deal(queues []*queueState, total Vector) {
+	for _, qs := range queues {
+		qs.deserved = Vector{}
+	}
+	remaining := total
+	active := make([]*queueState, 0, len(queues))
+	for _, qs := range queues {
+		if !qs.demand.IsZero() {
+			active = append(active, qs)
+		}
+	}
+	for len(active) > 0 && !remaining.IsZero() {
+		var weights int64
+		for _, qs := range active {
+			weights += qs.weight
+		}
+		dealt := Vector{}
+		next := active[:0]
+		for _, qs := range active {
+			satisfied := true
+			for d := range remaining {
+				if remaining[d] <= 0 {
+					continue
+				}
+				want := min(qs.demand[d], qs.q.Capability[d])
+				give := min(remaining[d]*qs.weight/weights, want-qs.deserved[d])
+				if give < 0 {
+					give = 0
+				}
+				qs.deserved[d] += give
+				dealt[d] += give
+				if qs.deserved[d] < want {
+					satisfied = false
+				}
+			}
+			if !satisfied {
+				next = append(next, qs)
+			}
+		}
+		remaining = remaining.Sub(dealt)
+		if dealt.IsZero() {
+			break // rounding left crumbs smaller than one unit per queue
+		}
+		active = next
+	}
+	for _, qs := range queues {
+		for d := range qs.deserved {
+			qs.deserved[d] = max(qs.deserved[d], qs.q.Guarantee[d])
+		}
+	}
+}
+
+// updateShare recomputes the dominant share of what qs holds relative to what
+// it deserves. Holding something it does not deserve at all counts as a huge
+// share; holding nothing counts as zero.
+func (qs *queueState) updateShare() {
+	share := 0.0
+	for d := range qs.allocated {
+		a := qs.allocated[d]
+		if a <= 0 || d == Pods {
+			continue
+		}
+		s := 1e9
+		if qs.deserved[d] > 0 {
+			s = float64(a) / float64(qs.deserved[d])
+		}
+		share = max(share, s)
+	}
+	qs.share = share
+}
+
+// queueHeap orders queues by share, then name, so that ties break the same
+// way every time.
+type queueHeap []*queueState
+
+func (h queueHeap) Len() int { return len(h) }
+func (h queueHeap) Less(i, j int) bool {
+	if h[i].share != h[j].share {
+		return h[i].share < h[j].share
+	}
+	return h[i].q.Name < h[j].q.Name
+}
+func (h queueHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex, h[j].heapIndex = i, j
+}
+func (h *queueHeap) Push(x any) {
+	qs := x.(*queueState)
+	qs.heapIndex = len(*h)
+	*h = append(*h, qs)
+}
+func (h *queueHeap) Pop() any {
+	old := *h
+	qs := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return qs
+}
+
+var _ heap.Interface = (*queueHeap)(nil)
+
+// gangBefore is the order of gangs within a queue: higher priority first,
+// then earlier arrival, then ID.
+func gangBefore(a, b *Gang) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	return arrivedBefore(a, b)
+}
+
+func arrivedBefore(a, b *Gang) bool {
+	if a.Arrival != b.Arrival {
+		return a.Arrival < b.Arrival
+	}
+	return a.ID < b.ID
+}
+
+// sortGangs sorts gangs by less, after checking in linear time whether they
+// already are, as callers that keep gangs in arrival order usually make them.
+func sortGangs(gangs []*Gang, less func(a, b *Gang) bool) {
+	for i := 1; i < len(gangs); i++ {
+		if less(gangs[i], gangs[i-1]) {
+			sort.SliceStable(gangs, func(i, j int) bool { return less(gangs[i], gangs[j]) })
+			return
+		}
+	}
+}

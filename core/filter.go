@@ -1,0 +1,139 @@
+package core
+
+import "strconv"
+
+// This file decides whether a member may run on a node at all, apart from
+// resources: cordon, taints and tolerations, nodeSelector and required node
+// affinity, with the semantics Kubernetes gives them.
+
+// filterResult is why a node is not feasible for a member.
+type filterResult uint8
+
+const (
+	feasible filterResult = iota
+	filteredUnschedulable
+	filteredTaint
+	filteredSelector
+	filteredAffinity
+)
+
+var filterText = [...]string{
+	feasible:              "",
+	filteredUnschedulable: "unschedulable (cordoned)",
+	filteredTaint:         "untolerated taint",
+	filteredSelector:      "nodeSelector mismatch",
+	filteredAffinity:      "node affinity mismatch",
+}
+
+// Admits reports whether a member with constraints c may run on n, leaving
+// resources aside. A nil c has no constraints (but tolerates no taint).
+func Admits(n *Node, c *Constraints) bool { return filter(n, c) == feasible }
+
+func filter(n *Node, c *Constraints) filterResult {
+	if n.Unschedulable {
+		return filteredUnschedulable
+	}
+	if c == nil {
+		for i := range n.Taints {
+			if repels(n.Taints[i].Effect) {
+				return filteredTaint
+			}
+		}
+		return feasible
+	}
+	for i := range n.Taints {
+		if repels(n.Taints[i].Effect) && !tolerated(&n.Taints[i], c.Tolerations) {
+			return filteredTaint
+		}
+	}
+	for k, v := range c.NodeSelector {
+		if got, ok := n.Labels[k]; !ok || got != v {
+			return filteredSelector
+		}
+	}
+	if len(c.Affinity) > 0 && !anyTermMatches(c.Affinity, n.Labels) {
+		return filteredAffinity
+	}
+	return feasible
+}
+
+func repels(e TaintEffect) bool { return e == NoSchedule || e == NoExecute }
+
+func tolerated(t *Taint, tols []Toleration) bool {
+	for i := range tols {
+		tol := &tols[i]
+		if tol.Effect != "" && tol.Effect != t.Effect {
+			continue
+		}
+		switch tol.Operator {
+		case TolerationExists:
+			if tol.Key == "" || tol.Key == t.Key {
+				return true
+			}
+		case TolerationEqual, "":
+			if tol.Key == t.Key && tol.Value == t.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func anyTermMatches(terms []NodeSelectorTerm, labels map[string]string) bool {
+	for i := range terms {
+		if termMatches(&terms[i], labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// termMatches follows Kubernetes: a term with no expressions matches nothing.
+func termMatches(t *NodeSelectorTerm, labels map[string]string) bool {
+	if len(t.MatchExpressions) == 0 {
+		return false
+	}
+	for i := range t.MatchExpressions {
+		if !requirementHolds(&t.MatchExpressions[i], labels) {
+			return false
+		}
+	}
+	return true
+}
+
+func requirementHolds(r *Requirement, labels map[string]string) bool {
+	v, ok := labels[r.Key]
+	switch r.Operator {
+	case SelectorIn:
+		return ok && contains(r.Values, v)
+	case SelectorNotIn:
+		return !ok || !contains(r.Values, v)
+	case SelectorExists:
+		return ok
+	case SelectorDoesNotExist:
+		return !ok
+	case SelectorGt, SelectorLt:
+		if !ok || len(r.Values) != 1 {
+			return false
+		}
+		have, err1 := strconv.ParseInt(v, 10, 64)
+		want, err2 := strconv.ParseInt(r.Values[0], 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if r.Operator == SelectorGt {
+			return have > want
+		}
+		return have < want
+	}
+	return false
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

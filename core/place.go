@@ -1,0 +1,216 @@
+package core
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Placement of one gang's minimum, as a transaction over the free index.
+//
+// Members are tried largest accelerator request first. Each member goes to a
+// node the gang already uses if one has room (a gang on as few nodes as
+// possible), otherwise to the node chosen by accelerator best fit: with R
+// accelerators still to place for the gang, the node with the fewest free
+// accelerators among those with at least R (the whole rest of the gang fits
+// there, and partly used nodes fill before empty ones); failing that, the
+// node with the most free accelerators (a gang too big for one node takes
+// whole nodes). Every member is tried even after one fails, so that the
+// diagnostic can say how many fit; then the transaction commits whole or is
+// rolled back whole, holding nothing.
+
+// shapeKey identifies members that are interchangeable for placement.
+type shapeKey struct {
+	req Vector
+	c   *Constraints
+}
+
+type placement struct {
+	member, node int
+	req          Vector
+}
+
+// txn is the overlay of one gang's tentative placements. The cycle reuses one
+// txn for every gang to avoid allocating.
+type txn struct {
+	placed []placement
+	nodes  []int // distinct nodes used, in order of first use
+	order  []int
+}
+
+func (t *txn) reset() {
+	t.placed, t.nodes, t.order = t.placed[:0], t.nodes[:0], t.order[:0]
+}
+
+func (t *txn) add(member, node int, r Vector) {
+	t.placed = append(t.placed, placement{member: member, node: node, req: r})
+	for _, n := range t.nodes {
+		if n == node {
+			return
+		}
+	}
+	t.nodes = append(t.nodes, node)
+}
+
+// placeAll tries to place every one of members. On success the placements
+// stay applied to the index and are listed in t.placed; on failure they are
+// rolled back and the returned status says why.
+func (c *cycle) placeAll(g *Gang, members []Member, t *txn) (GangStatus, bool) {
+	t.reset()
+	gpu := c.x.gpu
+	var remaining int64
+	for i := range members {
+		t.order = append(t.order, i)
+		remaining += c.x.gpus(members[i].Request)
+	}
+	sort.SliceStable(t.order, func(a, b int) bool {
+		ra, rb := &members[t.order[a]].Request, &members[t.order[b]].Request
+		if gpu >= 0 && ra[gpu] != rb[gpu] {
+			return ra[gpu] > rb[gpu]
+		}
+		return ra[CPU] > rb[CPU]
+	})
+	var (
+		unplaced  Vector
+		report    *nodeReport
+		firstFail = -1
+	)
+	for _, i := range t.order {
+		m := &members[i]
+		r := podRequest(m)
+		n, ok := c.findNode(m, r, t, remaining)
+		if !ok {
+			if firstFail < 0 {
+				firstFail = i
+				report = c.unfit[shapeKey{r, m.Constraints}]
+				if report == nil {
+					report = c.report(r, m.Constraints)
+				}
+			}
+			unplaced = unplaced.Add(r)
+			continue
+		}
+		c.x.take(n, r)
+		t.add(i, n, r)
+		remaining -= c.x.gpus(r)
+	}
+	if firstFail < 0 {
+		return GangStatus{}, true
+	}
+	fit := len(t.placed)
+	short := unplaced.Sub(c.x.total)
+	for d := range short {
+		short[d] = max(short[d], 0)
+	}
+	for i := len(t.placed) - 1; i >= 0; i-- {
+		c.x.give(t.placed[i].node, t.placed[i].req)
+	}
+	if fit > 0 {
+		// The member failed while the gang's own placements held resources;
+		// remember its shape only if it finds no node without them either.
+		m := &members[firstFail]
+		t.reset()
+		c.findNode(m, podRequest(m), nil, 0)
+	}
+	return GangStatus{Gang: g.ID, Reason: ReasonUnschedulable, Fit: fit, Need: len(members),
+		Short: short, names: c.snap.Resources, report: report}, false
+}
+
+// findNode returns the node for a member with request r, or false. t, if not
+// nil, is the gang's transaction: its nodes are preferred. remaining is what
+// the gang still needs of the accelerator, this member included.
+func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64) (int, bool) {
+	key := shapeKey{r, m.Constraints}
+	if _, bad := c.unfit[key]; bad {
+		return -1, false
+	}
+	x, nodes := c.x, c.snap.Nodes
+	fits := func(n int) bool { return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible }
+	if t != nil {
+		for _, n := range t.nodes {
+			if fits(n) {
+				return n, true
+			}
+		}
+	}
+	g := x.gpus(r)
+	if g <= int64(x.top) {
+		for b := max(g, remaining); b <= int64(x.top); b++ {
+			for _, n := range x.buckets[b] {
+				if fits(int(n)) {
+					return int(n), true
+				}
+			}
+		}
+		for b := min(remaining-1, int64(x.top)); b >= g; b-- {
+			for _, n := range x.buckets[b] {
+				if fits(int(n)) {
+					return int(n), true
+				}
+			}
+		}
+	}
+	if t == nil || len(t.placed) == 0 {
+		c.unfit[key] = c.report(r, m.Constraints)
+	}
+	return -1, false
+}
+
+// nodeReport counts why the nodes of the cluster turn a member shape away,
+// in the manner of kube-scheduler's "0/4 nodes are available" message.
+type nodeReport struct {
+	req      Vector
+	nodes    int
+	fit      int
+	byFilter [len(filterText)]int
+	shortOf  [MaxDims]int
+}
+
+func (c *cycle) report(r Vector, cons *Constraints) *nodeReport {
+	rep := &nodeReport{req: r, nodes: len(c.snap.Nodes)}
+	for n := range c.snap.Nodes {
+		if f := filter(&c.snap.Nodes[n], cons); f != feasible {
+			rep.byFilter[f]++
+			continue
+		}
+		if d, over := exceeds(r, c.x.free[n]); over {
+			rep.shortOf[d]++
+			continue
+		}
+		rep.fit++
+	}
+	return rep
+}
+
+func (r *nodeReport) filtered() bool {
+	for _, n := range r.byFilter {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// describe renders the report, e.g. "a member needing 2 nvidia.com/gpu,
+// 1 cpu: 0/4 nodes fit (3 insufficient nvidia.com/gpu, 1 untolerated taint)".
+func (r *nodeReport) describe(names ResourceNames) string {
+	req := r.req
+	req[Pods] = 0
+	var why []string
+	dims := []int{FirstExtended, FirstExtended + 1, FirstExtended + 2, FirstExtended + 3, FirstExtended + 4, CPU, Memory, Pods}
+	for _, d := range dims {
+		if r.shortOf[d] > 0 {
+			why = append(why, fmt.Sprintf("%d insufficient %s", r.shortOf[d], names.Name(d)))
+		}
+	}
+	for f, n := range r.byFilter {
+		if n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", n, filterText[f]))
+		}
+	}
+	s := fmt.Sprintf("a member needing %s: %d/%d nodes fit", names.Format(req), r.fit, r.nodes)
+	if len(why) > 0 {
+		s += " (" + strings.Join(why, ", ") + ")"
+	}
+	return s
+}
