@@ -50,7 +50,7 @@ func (b *nodeBuilder) Taint(k, v string, e TaintEffect) *nodeBuilder {
 	return b
 }
 func (b *nodeBuilder) Cordoned() *nodeBuilder { b.n.Unschedulable = true; return b }
-func (b *nodeBuilder) Obj() Node             { return b.n }
+func (b *nodeBuilder) Obj() Node              { return b.n }
 
 type gangBuilder struct{ g Gang }
 

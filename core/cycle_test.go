@@ -182,7 +182,7 @@ func TestNodeFilters(t *testing.T) {
 		t.Errorf("nodes (-want +got):\n%s", diff)
 	}
 	wantPending := map[string]pendingView{
-		"nowhere": {ReasonUnschedulable, "0/1 members fit; a member needing 1 nvidia.com/gpu: 0/4 nodes fit (1 unschedulable (cordoned), 1 untolerated taint, 2 nodeSelector mismatch)"},
+		"nowhere":     {ReasonUnschedulable, "0/1 members fit; a member needing 1 nvidia.com/gpu: 0/4 nodes fit (1 unschedulable (cordoned), 1 untolerated taint, 2 nodeSelector mismatch)"},
 		"untolerated": {ReasonUnschedulable, "0/1 members fit; a member needing 1 nvidia.com/gpu: 0/4 nodes fit (1 unschedulable (cordoned), 1 untolerated taint, 2 nodeSelector mismatch)"},
 	}
 	if diff := cmp.Diff(wantPending, pendingOf(diag)); diff != "" {
