@@ -1,0 +1,59 @@
+# Phalanx's build entry points. `make test` is what CI runs (.ci/run).
+
+GO ?= go
+PKGS := ./...
+
+.PHONY: all build test fmt-check vet unit race bench fuzz
+
+all: build
+
+build:
+	$(GO) build -o bin/phalanx ./cmd/phalanx
+
+# The README's test command: formatting, vet, every unit, golden and
+# simulator test, and the race detector over the packages that run
+# goroutines.
+test: fmt-check vet verify-generate unit race
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+race:
+	$(GO) test -count=1 -race ./core/... ./sim/... ./cmd/...
+
+# Benchmarks print figures; they assert nothing about time.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./core/... ./sim/...
+
+# Short fuzzing of the parsers of user input.
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME) ./workload
+	$(GO) test -run '^$$' -fuzz FuzzReadScenario -fuzztime $(FUZZTIME) ./workload
+
+# Generated code: deepcopy functions and CRD manifests, from the kubebuilder
+# markers in apis/. `make verify-generate` fails if they are stale.
+CONTROLLER_GEN_VERSION := v0.19.0
+CONTROLLER_GEN := $(CURDIR)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
+
+$(CONTROLLER_GEN):
+	mkdir -p $(CURDIR)/bin
+	GOBIN=$(CURDIR)/bin/.gobin $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(CURDIR)/bin/.gobin/controller-gen $@
+
+.PHONY: generate verify-generate
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
+	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/... output:crd:dir=deploy/crds
+
+verify-generate: generate
+	@git diff --exit-code -- apis deploy/crds || { echo "generated files are stale: run make generate"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- apis deploy/crds); \
+	if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
