@@ -1,0 +1,95 @@
+package scheduler
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// constraintsCache interns the placement constraints of pods: pods with the
+// same nodeSelector, required node affinity and tolerations (the members of
+// one job, typically) share one *core.Constraints, which lets the core
+// remember per cycle that such a member found no node.
+type constraintsCache struct {
+	byKey map[string]*core.Constraints
+}
+
+func newConstraintsCache() *constraintsCache {
+	return &constraintsCache{byKey: map[string]*core.Constraints{}}
+}
+
+// of returns the shared constraints of pod, or nil when it has none.
+func (c *constraintsCache) of(pod *corev1.Pod) *core.Constraints {
+	spec := &pod.Spec
+	var terms []corev1.NodeSelectorTerm
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	}
+	if len(spec.NodeSelector) == 0 && len(terms) == 0 && len(spec.Tolerations) == 0 {
+		return nil
+	}
+	key := constraintsKey(spec.NodeSelector, terms, spec.Tolerations)
+	if cached, ok := c.byKey[key]; ok {
+		return cached
+	}
+	out := &core.Constraints{}
+	if len(spec.NodeSelector) > 0 {
+		out.NodeSelector = make(map[string]string, len(spec.NodeSelector))
+		for k, v := range spec.NodeSelector {
+			out.NodeSelector[k] = v
+		}
+	}
+	for _, t := range terms {
+		var term core.NodeSelectorTerm
+		for _, e := range t.MatchExpressions {
+			term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
+				Key: e.Key, Operator: core.SelectorOperator(e.Operator), Values: append([]string(nil), e.Values...)})
+		}
+		// matchFields can only name metadata.name; express it as a label
+		// requirement on the node name label every node carries.
+		for _, f := range t.MatchFields {
+			if f.Key == "metadata.name" {
+				term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
+					Key: corev1.LabelHostname, Operator: core.SelectorOperator(f.Operator), Values: append([]string(nil), f.Values...)})
+			}
+		}
+		out.Affinity = append(out.Affinity, term)
+	}
+	for _, t := range spec.Tolerations {
+		out.Tolerations = append(out.Tolerations, core.Toleration{
+			Key: t.Key, Operator: core.TolerationOperator(t.Operator), Value: t.Value, Effect: core.TaintEffect(t.Effect)})
+	}
+	c.byKey[key] = out
+	return out
+}
+
+// constraintsKey is a canonical text of the constraints: equal constraints
+// give equal keys whatever the map order.
+func constraintsKey(sel map[string]string, terms []corev1.NodeSelectorTerm, tols []corev1.Toleration) string {
+	var b strings.Builder
+	keys := make([]string, 0, len(sel))
+	for k := range sel {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(k + "=" + sel[k] + "\x00")
+	}
+	b.WriteString("\x01")
+	for _, t := range terms {
+		for _, e := range t.MatchExpressions {
+			b.WriteString(e.Key + " " + string(e.Operator) + " " + strings.Join(e.Values, ",") + "\x00")
+		}
+		for _, f := range t.MatchFields {
+			b.WriteString("field:" + f.Key + " " + string(f.Operator) + " " + strings.Join(f.Values, ",") + "\x00")
+		}
+		b.WriteString("\x02")
+	}
+	b.WriteString("\x01")
+	for _, t := range tols {
+		b.WriteString(t.Key + " " + string(t.Operator) + " " + t.Value + " " + string(t.Effect) + "\x00")
+	}
+	return b.String()
+}

@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Reasons the adapter adds to the core's.
+const (
+	ReasonPodGroupNotFound = "PodGroupNotFound"
+	ReasonScheduled        = "Scheduled"
+	ReasonWaiting          = "Waiting"
+)
+
+// verdict is the outcome of the latest cycle for one gang.
+type verdict struct {
+	reason  string
+	message string
+}
+
+// verdictOf turns a core status into the adapter's words.
+func verdictOf(v *gangView, st core.GangStatus) verdict {
+	if v.missingPG {
+		return verdict{ReasonPodGroupNotFound, st.Message()}
+	}
+	return verdict{string(st.Reason), st.Message()}
+}
+
+// podGroupStatus computes the status a PodGroup should have. It is a pure
+// function of the gang's view, the latest verdict (nil when the gang is not
+// waiting) and whether the gang's queue admits its minResources; conditions
+// keep their transition time when they do not change.
+func podGroupStatus(old v1alpha1.PodGroupStatus, v *gangView, last *verdict, admitted bool, now metav1.Time) v1alpha1.PodGroupStatus {
+	st := *old.DeepCopy()
+	st.Pending, st.Running, st.Succeeded, st.Failed = v.nPending, v.nRunning, v.nSucceeded, v.nFailed
+	if v.podGroup != nil {
+		st.ObservedGeneration = v.podGroup.Generation
+	}
+	min := int32(v.minMember)
+	members := v.nPending + v.nRunning + v.nSucceeded + v.nFailed
+	switch {
+	case members > 0 && v.nRunning+v.nSucceeded >= min && v.nRunning == 0 && v.nPending == 0:
+		st.Phase = v1alpha1.PodGroupSucceeded
+	case v.nRunning+v.nSucceeded >= min && v.nRunning > 0:
+		st.Phase = v1alpha1.PodGroupRunning
+	case members > 0 && v.nPending == 0 && v.nRunning == 0:
+		st.Phase = v1alpha1.PodGroupFailed
+	case v.nRunning > 0:
+		st.Phase = v1alpha1.PodGroupUnknown
+	case admitted:
+		st.Phase = v1alpha1.PodGroupInqueue
+	default:
+		st.Phase = v1alpha1.PodGroupPending
+	}
+	scheduled := int32(v.bound) >= min && min > 0
+	set := func(typ string, ok bool, reason, msg string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+			Message: msg, ObservedGeneration: st.ObservedGeneration, LastTransitionTime: now})
+	}
+	switch {
+	case scheduled:
+		msg := fmt.Sprintf("%d/%d members bound", v.bound, v.minMember)
+		set(v1alpha1.PodGroupScheduled, true, ReasonScheduled, msg)
+		set(v1alpha1.PodGroupUnschedulable, false, ReasonScheduled, msg)
+	case last != nil:
+		set(v1alpha1.PodGroupScheduled, false, last.reason, last.message)
+		set(v1alpha1.PodGroupUnschedulable, true, last.reason, last.message)
+	default:
+		msg := fmt.Sprintf("%d/%d members bound", v.bound, v.minMember)
+		set(v1alpha1.PodGroupScheduled, false, ReasonWaiting, msg)
+	}
+	return st
+}
+
+// statusChanged reports whether writing desired over current would change
+// anything.
+func statusChanged(current, desired any) bool { return !equality.Semantic.DeepEqual(current, desired) }
+
+// podScheduledCondition is the PodScheduled=False condition of a waiting
+// member, or false when the pod already carries it unchanged.
+func podScheduledCondition(pod *corev1.Pod, last verdict, now metav1.Time) (corev1.PodCondition, bool) {
+	want := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: last.reason + ": " + last.message, LastTransitionTime: now}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+			return corev1.PodCondition{}, false
+		}
+	}
+	return want, true
+}
+
+// queueStatus computes a Queue's status from the cycle's views.
+func queueStatus(old v1alpha1.QueueStatus, allocated corev1.ResourceList, pending, running int32) v1alpha1.QueueStatus {
+	st := *old.DeepCopy()
+	st.Allocated, st.Pending, st.Running = allocated, pending, running
+	return st
+}

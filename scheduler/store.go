@@ -1,0 +1,255 @@
+package scheduler
+
+import (
+	"sort"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Store is the scheduler's view of the cluster: nodes with what is bound to
+// them, pods grouped into gangs, PodGroups, Queues and PriorityClasses.
+//
+// It has a single writer: the scheduler's loop goroutine applies informer
+// events and bind results to it and builds snapshots from it, so it holds no
+// locks. Node usage and queue allocation are kept up to date incrementally
+// as pods come, go, bind and finish; a snapshot copies only node headers and
+// the pending members, never the world.
+type Store struct {
+	res         *registry
+	constraints *constraintsCache
+	ours        map[string]bool // scheduler names this scheduler serves
+
+	nodes      map[string]*nodeInfo
+	nodeOrder  []string // sorted names, rebuilt when nodes come or go
+	nodesDirty bool
+	pods       map[types.UID]*podInfo
+	gangs      map[string]*gangInfo
+	podGroups  map[string]*v1alpha1.PodGroup // namespace/name
+	queues     map[string]*v1alpha1.Queue
+	priorities map[string]int32
+}
+
+type nodeInfo struct {
+	node core.Node
+	// problem is set when the node's allocatable could not be read fully.
+	problem string
+}
+
+type podInfo struct {
+	pod  *corev1.Pod
+	gang string // gang key, "" for pods of other schedulers
+	req  core.Vector
+	// node is where the pod is bound, or assumed bound by a bind in flight.
+	node     string
+	assumed  bool
+	terminal bool
+	// problem says why the pod's own spec cannot be scheduled.
+	problem string
+	cons    *core.Constraints
+}
+
+// holds reports whether the pod counts against its node's resources.
+func (p *podInfo) holds() bool { return p.node != "" && !p.terminal }
+
+type gangInfo struct {
+	key        string
+	namespace  string
+	name       string
+	membership Membership
+	members    map[types.UID]*podInfo
+}
+
+// NewStore returns an empty store serving the given scheduler names.
+func NewStore(schedulerNames []string) *Store {
+	s := &Store{
+		res:         newRegistry(),
+		constraints: newConstraintsCache(),
+		ours:        map[string]bool{},
+		nodes:       map[string]*nodeInfo{},
+		pods:        map[types.UID]*podInfo{},
+		gangs:       map[string]*gangInfo{},
+		podGroups:   map[string]*v1alpha1.PodGroup{},
+		queues:      map[string]*v1alpha1.Queue{},
+		priorities:  map[string]int32{},
+	}
+	for _, n := range schedulerNames {
+		s.ours[n] = true
+	}
+	return s
+}
+
+// SetNode adds or replaces a node.
+func (s *Store) SetNode(n *corev1.Node) {
+	info, ok := s.nodes[n.Name]
+	if !ok {
+		info = &nodeInfo{}
+		s.nodes[n.Name] = info
+		s.nodesDirty = true
+	}
+	alloc, problem := s.res.vector(n.Status.Allocatable)
+	labels := make(map[string]string, len(n.Labels)+1)
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	if _, ok := labels[corev1.LabelHostname]; !ok {
+		labels[corev1.LabelHostname] = n.Name
+	}
+	var taints []core.Taint
+	for _, t := range n.Spec.Taints {
+		taints = append(taints, core.Taint{Key: t.Key, Value: t.Value, Effect: core.TaintEffect(t.Effect)})
+	}
+	used := info.node.Used
+	info.node = core.Node{Name: n.Name, Allocatable: alloc, Used: used, Labels: labels, Taints: taints,
+		Unschedulable: n.Spec.Unschedulable || !nodeReady(n)}
+	info.problem = problem
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// DeleteNode removes a node. Pods still bound to it keep their binding; they
+// will be deleted by the node lifecycle controller.
+func (s *Store) DeleteNode(name string) {
+	if _, ok := s.nodes[name]; ok {
+		delete(s.nodes, name)
+		s.nodesDirty = true
+	}
+}
+
+// SetPod adds or replaces a pod.
+func (s *Store) SetPod(pod *corev1.Pod) {
+	old, existed := s.pods[pod.UID]
+	if existed {
+		s.account(old, -1)
+	}
+	p := &podInfo{pod: pod, terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed}
+	p.req, p.problem = s.res.vector(podRequests(pod))
+	switch {
+	case pod.Spec.NodeName != "":
+		p.node = pod.Spec.NodeName
+	case existed && old.assumed:
+		p.node, p.assumed = old.node, true // our bind is in flight
+	}
+	if s.ours[pod.Spec.SchedulerName] {
+		m := MembershipOf(pod)
+		p.gang = m.GangKey(pod.Namespace)
+		p.cons = s.constraints.of(pod)
+		if existed && old.gang != p.gang {
+			s.leaveGang(old, pod.UID)
+		}
+		g := s.gangs[p.gang]
+		if g == nil {
+			g = &gangInfo{key: p.gang, namespace: pod.Namespace, name: m.Name, membership: m, members: map[types.UID]*podInfo{}}
+			s.gangs[p.gang] = g
+		}
+		g.members[pod.UID] = p
+	} else if existed && old.gang != "" {
+		s.leaveGang(old, pod.UID)
+	}
+	s.pods[pod.UID] = p
+	s.account(p, +1)
+}
+
+// DeletePod removes a pod and frees what it held.
+func (s *Store) DeletePod(uid types.UID) {
+	p, ok := s.pods[uid]
+	if !ok {
+		return
+	}
+	s.account(p, -1)
+	if p.gang != "" {
+		s.leaveGang(p, uid)
+	}
+	delete(s.pods, uid)
+}
+
+func (s *Store) leaveGang(p *podInfo, uid types.UID) {
+	g := s.gangs[p.gang]
+	if g == nil {
+		return
+	}
+	delete(g.members, uid)
+	if len(g.members) == 0 {
+		delete(s.gangs, p.gang)
+	}
+}
+
+// account adds (sign +1) or removes (-1) what p holds on its node.
+func (s *Store) account(p *podInfo, sign int64) {
+	if !p.holds() {
+		return
+	}
+	n := s.nodes[p.node]
+	if n == nil {
+		return
+	}
+	r := p.req
+	r[core.Pods] = 1
+	for d := range r {
+		n.node.Used[d] += sign * r[d]
+	}
+}
+
+// Assume records that a bind of the pod to node is in flight: the node's
+// resources are held for it until the bind's outcome is known.
+func (s *Store) Assume(uid types.UID, node string) bool {
+	p, ok := s.pods[uid]
+	if !ok || p.node != "" {
+		return false
+	}
+	p.node, p.assumed = node, true
+	s.account(p, +1)
+	return true
+}
+
+// Forget undoes Assume after a failed bind, freeing the node's resources.
+func (s *Store) Forget(uid types.UID) {
+	p, ok := s.pods[uid]
+	if !ok || !p.assumed {
+		return
+	}
+	s.account(p, -1)
+	p.node, p.assumed = "", false
+}
+
+// SetPodGroup adds or replaces a PodGroup.
+func (s *Store) SetPodGroup(pg *v1alpha1.PodGroup) { s.podGroups[pg.Namespace+"/"+pg.Name] = pg }
+
+// DeletePodGroup removes a PodGroup; its pods wait until it comes back.
+func (s *Store) DeletePodGroup(namespace, name string) { delete(s.podGroups, namespace+"/"+name) }
+
+// SetQueue adds or replaces a Queue.
+func (s *Store) SetQueue(q *v1alpha1.Queue) { s.queues[q.Name] = q }
+
+// DeleteQueue removes a Queue; its gangs wait, saying so.
+func (s *Store) DeleteQueue(name string) { delete(s.queues, name) }
+
+// SetPriorityClass records a PriorityClass's value.
+func (s *Store) SetPriorityClass(pc *schedulingv1.PriorityClass) { s.priorities[pc.Name] = pc.Value }
+
+// DeletePriorityClass forgets a PriorityClass.
+func (s *Store) DeletePriorityClass(name string) { delete(s.priorities, name) }
+
+// sortedNodes returns node names in order, rebuilding the order only when
+// nodes came or went.
+func (s *Store) sortedNodes() []string {
+	if s.nodesDirty || len(s.nodeOrder) != len(s.nodes) {
+		s.nodeOrder = s.nodeOrder[:0]
+		for name := range s.nodes {
+			s.nodeOrder = append(s.nodeOrder, name)
+		}
+		sort.Strings(s.nodeOrder)
+		s.nodesDirty = false
+	}
+	return s.nodeOrder
+}
