@@ -2,13 +2,14 @@ package workload
 
 import (
 	"fmt"
-	"gopkg.in/inf.v0"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/inf.v0"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Bounds that keep every amount the parsers produce, and the sums and
