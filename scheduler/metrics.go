@@ -1,0 +1,52 @@
+package scheduler
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the scheduler's Prometheus metrics, in a registry of their own
+// (no package-level state).
+type Metrics struct {
+	Registry       *prometheus.Registry
+	CycleDuration  prometheus.Histogram
+	GangsScheduled prometheus.Counter
+	PodsBound      prometheus.Counter
+	BindErrors     prometheus.Counter
+	PendingGangs   *prometheus.GaugeVec
+	StatusWrites   *prometheus.CounterVec
+}
+
+// NewMetrics creates and registers the metrics, with the Go and process
+// collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		CycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "phalanx_cycle_duration_seconds",
+			Help:    "Time to build a snapshot and decide one scheduling cycle.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		GangsScheduled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "phalanx_gangs_scheduled_total", Help: "Gangs that reached minMember in a cycle."}),
+		PodsBound: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "phalanx_pods_bound_total", Help: "Pods bound through the binding subresource."}),
+		BindErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "phalanx_bind_errors_total", Help: "Binds the API server refused or that failed."}),
+		PendingGangs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_pending_gangs", Help: "Gangs waiting after the latest cycle, by reason."}, []string{"reason"}),
+		StatusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "phalanx_status_writes_total", Help: "Status writes by object kind and result."}, []string{"kind", "result"}),
+	}
+	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
+}

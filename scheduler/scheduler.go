@@ -1,0 +1,250 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
+	"github.com/phalanx-sched/phalanx/core"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// The scheduler's loop, in plain words:
+//
+// Informers for pods, nodes, PodGroups, Queues and PriorityClasses turn
+// every change into a closure sent to the inbox. One goroutine, the loop,
+// runs those closures against the Store (its only writer), and after each
+// batch of changes, or every CyclePeriod, runs a cycle: it builds a snapshot,
+// asks the core for a plan, marks each planned pod as assumed on its node in
+// the store, and hands the binds to the binder. Binds run in parallel; their
+// results come back to the inbox: a failed bind forgets the assumption, so
+// the gang is incomplete in the next snapshot and the core places what it
+// lacks, all or nothing. Statuses, pod conditions and Events are computed
+// from the same cycle and written only when they change.
+
+// Options configure a Scheduler.
+type Options struct {
+	// SchedulerNames are the spec.schedulerName values served.
+	SchedulerNames []string
+	// CyclePeriod is the longest time between cycles; changes trigger
+	// cycles sooner, at most one per MinInterval.
+	CyclePeriod, MinInterval time.Duration
+	// BindWorkers bounds the binds in flight; StatusWorkers the status writes.
+	BindWorkers, StatusWorkers int
+	// GPU is the accelerator resource placement packs on.
+	GPU string
+	// Now is the clock; nil means time.Now. Tests inject their own.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	if len(o.SchedulerNames) == 0 {
+		o.SchedulerNames = []string{"phalanx"}
+	}
+	if o.CyclePeriod <= 0 {
+		o.CyclePeriod = time.Second
+	}
+	if o.MinInterval <= 0 {
+		o.MinInterval = 20 * time.Millisecond
+	}
+	if o.BindWorkers <= 0 {
+		o.BindWorkers = 32
+	}
+	if o.StatusWorkers <= 0 {
+		o.StatusWorkers = 8
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Scheduler is Phalanx's Kubernetes adapter: it feeds the core from
+// informers and carries out its plans through the API server.
+type Scheduler struct {
+	opts     Options
+	kube     kubernetes.Interface
+	client   versioned.Interface
+	core     *core.Scheduler
+	store    *Store
+	metrics  *Metrics
+	recorder record.EventRecorder
+	inbox    chan func()
+	ready    atomic.Bool
+
+	// Owned by the loop goroutine.
+	lastCycle time.Time
+	verdicts  map[string]verdict // gang key -> latest reason it waits
+	written   *writeCache
+
+	bindSem, statusSem chan struct{}
+	inflight           sync.WaitGroup
+}
+
+// New builds a scheduler. Nothing runs until Run.
+func New(opts Options, kube kubernetes.Interface, client versioned.Interface, metrics *Metrics, recorder record.EventRecorder) (*Scheduler, error) {
+	opts.defaults()
+	c, err := core.New(core.Config{GPU: opts.GPU})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if metrics == nil {
+		metrics = NewMetrics()
+	}
+	return &Scheduler{
+		opts: opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
+		store:     NewStore(opts.SchedulerNames),
+		inbox:     make(chan func(), 4096),
+		verdicts:  map[string]verdict{},
+		written:   newWriteCache(),
+		bindSem:   make(chan struct{}, opts.BindWorkers),
+		statusSem: make(chan struct{}, opts.StatusWorkers),
+	}, nil
+}
+
+// Ready reports whether the informers have synced and cycles are running.
+func (s *Scheduler) Ready() bool { return s.ready.Load() }
+
+// Run starts the informers, waits for their caches, makes sure the default
+// Queue exists, and runs the loop until ctx ends. It returns once in-flight
+// binds and writes have finished.
+func (s *Scheduler) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	synced, err := s.startInformers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ok := range synced {
+		if !ok {
+			return fmt.Errorf("scheduler: informer caches did not sync")
+		}
+	}
+	if err := s.ensureDefaultQueue(ctx); err != nil {
+		logger.Error(err, "Could not create the default queue; gangs that use it wait until it exists")
+	}
+	s.ready.Store(true)
+	logger.Info("Scheduler started", "schedulerNames", s.opts.SchedulerNames)
+	s.loop(ctx)
+	s.ready.Store(false)
+	s.inflight.Wait()
+	return nil
+}
+
+func (s *Scheduler) ensureDefaultQueue(ctx context.Context) error {
+	_, err := s.client.SchedulingV1alpha1().Queues().Get(ctx, v1alpha1.DefaultQueue, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.DefaultQueue},
+		Spec: v1alpha1.QueueSpec{Weight: 1, State: v1alpha1.QueueOpen}}
+	_, err = s.client.SchedulingV1alpha1().Queues().Create(ctx, q, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// send queues f for the loop; it gives up when ctx ends.
+func (s *Scheduler) send(ctx context.Context, f func()) {
+	select {
+	case s.inbox <- f:
+	case <-ctx.Done():
+	}
+}
+
+func (s *Scheduler) loop(ctx context.Context) {
+	ticker := time.NewTicker(s.opts.CyclePeriod)
+	defer ticker.Stop()
+	wake := time.NewTimer(time.Hour)
+	defer wake.Stop()
+	dirty := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-s.inbox:
+			f()
+			s.drain()
+			dirty = true
+		case <-ticker.C:
+			dirty = true
+		case <-wake.C:
+		}
+		if !dirty {
+			continue
+		}
+		if wait := s.opts.MinInterval - s.opts.Now().Sub(s.lastCycle); wait > 0 {
+			wake.Reset(wait)
+			continue
+		}
+		s.cycle(ctx)
+		dirty = false
+	}
+}
+
+// drain applies every change already queued, so that one cycle sees them all.
+func (s *Scheduler) drain() {
+	for {
+		select {
+		case f := <-s.inbox:
+			f()
+		default:
+			return
+		}
+	}
+}
+
+// cycle runs one scheduling cycle and dispatches its outcome.
+func (s *Scheduler) cycle(ctx context.Context) {
+	start := s.opts.Now()
+	s.lastCycle = start
+	snap, views := s.store.Snapshot()
+	plan, diag := s.core.RunCycle(snap, start.Unix())
+	s.metrics.CycleDuration.Observe(s.opts.Now().Sub(start).Seconds())
+	s.metrics.GangsScheduled.Add(float64(len(diag.Scheduled)))
+
+	for _, b := range plan.Binds {
+		v := views[b.Gang]
+		p := v.member(b.Member)
+		if p == nil || !s.store.Assume(p.pod.UID, b.Node) {
+			continue
+		}
+		s.bind(ctx, p.pod, b.Node)
+	}
+	for _, key := range diag.Scheduled {
+		delete(s.verdicts, key)
+		if v := views[key]; v != nil {
+			s.scheduledEvent(v)
+		}
+	}
+	byReason := map[string]int{}
+	for _, st := range diag.Pending {
+		v := views[st.Gang]
+		if v == nil {
+			continue
+		}
+		verd := verdictOf(v, st)
+		byReason[verd.reason]++
+		if old, ok := s.verdicts[st.Gang]; !ok || old != verd {
+			s.unschedulableEvent(v, verd)
+		}
+		s.verdicts[st.Gang] = verd
+	}
+	for key := range s.verdicts {
+		if views[key] == nil {
+			delete(s.verdicts, key) // the gang is gone
+		}
+	}
+	s.metrics.PendingGangs.Reset()
+	for reason, n := range byReason {
+		s.metrics.PendingGangs.WithLabelValues(reason).Set(float64(n))
+	}
+	s.publish(ctx, snap, views, metav1.NewTime(start))
+}
