@@ -47,6 +47,9 @@ type cycle struct {
 	queues map[string]*queueState
 	order  []*queueState // queues by name, for deterministic iteration
 	unfit  map[shapeKey]*nodeReport
+	// failedGangs remembers, per cycle, gangs of identical members that
+	// found no placement: a later gang of the same shape fails the same way.
+	failedGangs map[gangSignature]GangStatus
 	// satisfied gangs in the order they were visited, with the index of their
 	// first pending member not yet placed.
 	satisfied []elastic
@@ -68,7 +71,10 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 		x:      newFreeIndex(snap.Nodes, snap.Resources.Index(s.cfg.GPU)),
 		queues: make(map[string]*queueState, len(snap.Queues)),
 		unfit:  make(map[shapeKey]*nodeReport),
+
+		failedGangs: make(map[gangSignature]GangStatus),
 	}
+	c.diag.Pending = make([]GangStatus, 0, len(snap.Gangs))
 	for i := range snap.Queues {
 		q := &snap.Queues[i]
 		if _, dup := c.queues[q.Name]; dup {
@@ -189,8 +195,8 @@ func (c *cycle) runStrictFIFO() {
 		}
 		if head != nil {
 			if g.Bound < g.MinMember {
-				c.pending(g, ReasonBlocked, g.MinMember-g.Bound, fmt.Sprintf(
-					"waiting behind gang %s, which does not fit (strict FIFO)", head.ID))
+				c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
+					Need: g.MinMember - g.Bound, blockedBy: head.ID})
 			}
 			continue
 		}
@@ -222,9 +228,20 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 			qs.q.Name, c.snap.Resources.Format(want), qs.allocated[d], qs.q.Capability[d], c.snap.Resources.Name(d)))
 		return false
 	}
+	sig, uniform := signatureOf(g.Pending[:need])
+	if uniform {
+		if st, failed := c.failedGangs[sig]; failed {
+			st.Gang = g.ID
+			c.diag.Pending = append(c.diag.Pending, st)
+			return false
+		}
+	}
 	t := &c.scratch
 	if st, ok := c.placeAll(g, g.Pending[:need], t); !ok {
 		c.diag.Pending = append(c.diag.Pending, st)
+		if uniform {
+			c.failedGangs[sig] = st
+		}
 		return false
 	}
 	for _, p := range t.placed {
@@ -280,4 +297,22 @@ func sortQueuesByName(qs []*queueState) {
 			qs[j], qs[j-1] = qs[j-1], qs[j]
 		}
 	}
+}
+
+// gangSignature identifies gangs whose minimum is n interchangeable members.
+type gangSignature struct {
+	shape shapeKey
+	n     int
+}
+
+// signatureOf returns the signature of members, and false when they are not
+// all alike (such gangs are not remembered).
+func signatureOf(members []Member) (gangSignature, bool) {
+	first := &members[0]
+	for i := 1; i < len(members); i++ {
+		if members[i].Request != first.Request || members[i].Constraints != first.Constraints {
+			return gangSignature{}, false
+		}
+	}
+	return gangSignature{shapeKey{podRequest(first), first.Constraints}, len(members)}, true
 }

@@ -1,8 +1,9 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -63,13 +64,15 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn) (GangStatus, bool) {
 		t.order = append(t.order, i)
 		remaining += c.x.gpus(members[i].Request)
 	}
-	sort.SliceStable(t.order, func(a, b int) bool {
-		ra, rb := &members[t.order[a]].Request, &members[t.order[b]].Request
-		if gpu >= 0 && ra[gpu] != rb[gpu] {
-			return ra[gpu] > rb[gpu]
-		}
-		return ra[CPU] > rb[CPU]
-	})
+	if len(t.order) > 1 {
+		slices.SortStableFunc(t.order, func(a, b int) int {
+			ra, rb := &members[a].Request, &members[b].Request
+			if gpu >= 0 && ra[gpu] != rb[gpu] {
+				return cmp.Compare(rb[gpu], ra[gpu])
+			}
+			return cmp.Compare(rb[CPU], ra[CPU])
+		})
+	}
 	var (
 		unplaced  Vector
 		report    *nodeReport

@@ -54,15 +54,20 @@ type GangStatus struct {
 	// fragmentation or constraints rather than by totals.
 	Short Vector
 
-	names  ResourceNames
-	report *nodeReport
-	text   string
+	names     ResourceNames
+	report    *nodeReport
+	text      string
+	blockedBy string
 }
 
 // Message says in words why the gang waits, e.g.
 // "3/5 members fit; short 4 nvidia.com/gpu".
 func (s GangStatus) Message() string {
-	if s.Reason != ReasonUnschedulable {
+	switch s.Reason {
+	case ReasonUnschedulable:
+	case ReasonBlocked:
+		return fmt.Sprintf("waiting behind gang %s, which does not fit (strict FIFO)", s.blockedBy)
+	default:
 		return s.text
 	}
 	msg := fmt.Sprintf("%d/%d members fit", s.Fit, s.Need)
