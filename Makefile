@@ -52,8 +52,9 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/... output:crd:dir=deploy/crds
+	GO=$(GO) hack/update-codegen.sh
 
 verify-generate: generate
-	@git diff --exit-code -- apis deploy/crds || { echo "generated files are stale: run make generate"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- apis deploy/crds); \
+	@git diff --exit-code -- apis deploy/crds client || { echo "generated files are stale: run make generate"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- apis deploy/crds client); \
 	if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi

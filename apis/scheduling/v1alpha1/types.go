@@ -88,6 +88,7 @@ type PodGroupStatus struct {
 
 // PodGroup is a gang of pods that Phalanx places all-or-nothing.
 //
+// +genclient
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=pg;podgroup,categories=phalanx
@@ -168,6 +169,8 @@ type QueueStatus struct {
 // Queue is a tenant's share of the cluster: gangs name it in
 // PodGroup.spec.queue.
 //
+// +genclient
+// +genclient:nonNamespaced
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=q,categories=phalanx

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
+	"github.com/phalanx-sched/phalanx/scheduler"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+type schedulerFlags struct {
+	kubeconfig     string
+	names          stringList
+	leaderElect    bool
+	leaseNamespace string
+	leaseName      string
+	address        string
+	qps            float64
+	burst          int
+	cyclePeriod    time.Duration
+	bindWorkers    int
+	gpu            string
+}
+
+func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG or the in-cluster service account")
+	fs.Var(&f.names, "scheduler-name", "a spec.schedulerName to serve; repeatable (default phalanx)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica schedules")
+	fs.StringVar(&f.leaseNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
+	fs.StringVar(&f.leaseName, "leader-elect-name", "phalanx-scheduler", "name of the leader election Lease")
+	fs.StringVar(&f.address, "address", ":10280", "address of /healthz, /readyz and /metrics; empty disables it")
+	fs.Float64Var(&f.qps, "kube-api-qps", 100, "queries per second to the API server")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "burst of queries to the API server")
+	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
+	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
+	fs.StringVar(&f.gpu, "gpu-resource", "nvidia.com/gpu", "accelerator resource that placement packs on")
+	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(logFlags)
+	fs.Var(logFlags.Lookup("v").Value, "v", "log verbosity (klog level)")
+	return fs
+}
+
+func schedulerUsage(out io.Writer) {
+	fmt.Fprint(out, `Usage: phalanx scheduler [flags]
+
+Runs Phalanx as a secondary Kubernetes scheduler: it serves the pods whose
+spec.schedulerName is one of --scheduler-name and places each gang (PodGroup,
+or ACK's pod-group labels) all-or-nothing.
+
+Flags:
+`)
+	var f schedulerFlags
+	fs := schedulerFlagSet(&f, out)
+	fs.PrintDefaults()
+}
+
+func runScheduler(args []string, stdout, stderr io.Writer) int {
+	var f schedulerFlags
+	fs := schedulerFlagSet(&f, stderr)
+	fs.Usage = func() { schedulerUsage(stderr) }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "phalanx scheduler: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	if len(f.names) == 0 {
+		f.names = stringList{"phalanx"}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, f); err != nil {
+		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// serve runs the scheduler until ctx ends or, with leader election, until
+// leadership is lost.
+func serve(ctx context.Context, f schedulerFlags) error {
+	logger := klog.FromContext(ctx)
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	cfg.UserAgent = "phalanx-scheduler"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: f.names[0]})
+
+	metrics := scheduler.NewMetrics()
+	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
+		BindWorkers: f.bindWorkers, GPU: f.gpu}, kube, client, metrics, recorder)
+	if err != nil {
+		return err
+	}
+	if f.address != "" {
+		ln, err := net.Listen("tcp", f.address)
+		if err != nil {
+			return fmt.Errorf("listen for health and metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if !sched.Ready() {
+				http.Error(w, "not ready: informers syncing or not the leader", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		mux.Handle("/metrics", metrics.Handler())
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error(err, "Health and metrics server stopped")
+			}
+		}()
+		defer srv.Close()
+		logger.Info("Serving health and metrics", "address", ln.Addr().String())
+	}
+	if !f.leaderElect {
+		return sched.Run(ctx)
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + string(uuid.NewUUID())
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.leaseNamespace, f.leaseName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
+	if err != nil {
+		return err
+	}
+	var runErr error
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: f.leaseName,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { runErr = sched.Run(ctx) },
+			OnStoppedLeading: func() { logger.Info("Leadership lost or released; stopping", "identity", id) },
+		},
+	})
+	return runErr
+}
