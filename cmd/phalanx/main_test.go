@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/report"
+	"github.com/phalanx-sched/phalanx/sim"
+	"github.com/phalanx-sched/phalanx/workload"
+)
+
+// runArgs runs the command line args and returns its exit code and output.
+func runArgs(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string // in stderr
+	}{
+		{"no command", nil, "Usage:"},
+		{"unknown command", []string{"simulat"}, `unknown command "simulat"`},
+		{"help of unknown command", []string{"help", "bogus"}, `unknown command "bogus"`},
+		{"unknown flag", []string{"simulate", "--bogus"}, "flag provided but not defined: -bogus"},
+		{"bad number", []string{"simulate", "--trace", "x.csv", "--nodes", "many", "--gpus-per-node", "8"}, `invalid value "many" for flag -nodes`},
+		{"two inputs", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--scenario", "y.yaml"}, "--trace and --scenario are exclusive"},
+		{"trace without cluster", []string{"simulate", "--trace", "x.csv"}, "--trace needs --nodes and --gpus-per-node"},
+		{"nodes without trace", []string{"simulate", "--nodes", "4"}, "--nodes applies only to --trace"},
+		{"zero nodes", []string{"simulate", "--trace", "x.csv", "--nodes", "0", "--gpus-per-node", "8"}, "must be positive"},
+		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang`},
+		{"empty policy", []string{"simulate", "--policy", "phalanx,"}, "empty name"},
+		{"policy twice", []string{"simulate", "--policy", "phalanx,phalanx"}, "listed twice"},
+		{"bad output", []string{"simulate", "--output", "yaml"}, `unknown --output "yaml": want table or json`},
+		{"bad plot extension", []string{"simulate", "--plot", filepath.Join(dir, "gpus.pdf")}, "must end in .svg or .png"},
+		{"stray argument", []string{"simulate", "trace.csv"}, `unexpected argument "trace.csv"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runArgs(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2", code)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr lacks %q:\n%s", tt.want, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout not empty:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "simulate"}, {"simulate", "-h"}} {
+		code, stdout, stderr := runArgs(t, args...)
+		if code != 0 || !strings.Contains(stdout, "simulate") || stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and help on stdout", args, code, stdout, stderr)
+		}
+	}
+	_, stdout, _ := runArgs(t, "help", "simulate")
+	for _, flag := range []string{"--trace", "--scenario", "--nodes", "--gpus-per-node", "--max-jobs", "--policy", "--output", "--plot"} {
+		if !strings.Contains(stdout, flag+" ") {
+			t.Errorf("help simulate does not document %s:\n%s", flag, stdout)
+		}
+	}
+}
+
+func TestInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-scenario.yaml")
+	badTrace := writeFile(t, dir, "bad.csv", "job_id,submit_time_s,duration_s,num_gpus,vc\nj1,0,10,1,a\nj2,ten,10,1,a\n")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing scenario", []string{"simulate", "--scenario", missing}, []string{missing}},
+		{"missing trace", []string{"simulate", "--trace", missing, "--nodes", "2", "--gpus-per-node", "8"}, []string{missing}},
+		{"bad trace row", []string{"simulate", "--trace", badTrace, "--nodes", "2", "--gpus-per-node", "8"}, []string{badTrace + ":3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runArgs(t, tt.args...)
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if !strings.HasPrefix(stderr, "phalanx simulate: ") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr is not one line starting with \"phalanx simulate: \":\n%s", stderr)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if stdout != "" {
+				t.Errorf("stdout not empty:\n%s", stdout)
+			}
+		})
+	}
+}
+
+// TestSeedTFJob checks the point of the default run on the TFJob seed: just
+// after job2 arrives, phalanx keeps all of job2 pending while pod-by-pod
+// binds part of it, which then holds a GPU idle.
+func TestSeedTFJob(t *testing.T) {
+	w := builtin(t, "seed-tfjob")
+	c, err := compare(input{w, true}, sim.Policies, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := report.Moments(w)[0].At
+	for _, r := range c.Results {
+		var pending, idle, job2 int
+		for _, p := range report.Pods(w, r, at) {
+			if p.Job != "job2" {
+				continue
+			}
+			job2++
+			switch p.Phase {
+			case report.Pending:
+				pending++
+			case report.Idle:
+				idle++
+			}
+		}
+		if job2 == 0 {
+			t.Fatalf("%s: no pod of job2 in the view at %ds", r.Policy, at)
+		}
+		switch r.Policy {
+		case sim.PolicyPhalanx, sim.PolicyFIFOGang:
+			if pending != job2 {
+				t.Errorf("%s: %d/%d pods of job2 pending at %ds, want all", r.Policy, pending, job2, at)
+			}
+		case sim.PolicyPodByPod:
+			if idle == 0 || pending == 0 {
+				t.Errorf("pod-by-pod: %d idle and %d pending pods of job2 at %ds, want some of each", idle, pending, at)
+			}
+		}
+	}
+
+	// The printed view says the same.
+	code, stdout, stderr := runArgs(t, "simulate")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	section := between(stdout, "Scenario seed-tfjob", "Timeline:")
+	byPolicy := map[string]string{
+		sim.PolicyPhalanx:  between(section, "  phalanx:", "  pod-by-pod:"),
+		sim.PolicyPodByPod: between(section, "  pod-by-pod:", "  fifo-gang:"),
+	}
+	if got := lines(byPolicy[sim.PolicyPhalanx], "job2-"); len(got) != 3 {
+		t.Errorf("phalanx view shows %d pods of job2, want 3:\n%s", len(got), section)
+	}
+	for _, line := range lines(byPolicy[sim.PolicyPhalanx], "job2-") {
+		if !strings.Contains(line, "Pending") {
+			t.Errorf("phalanx view: %q is not Pending", line)
+		}
+	}
+	if got := lines(byPolicy[sim.PolicyPodByPod], "job2-", "Running (idle"); len(got) == 0 {
+		t.Errorf("pod-by-pod view shows no idle pod of job2:\n%s", byPolicy[sim.PolicyPodByPod])
+	}
+	if got := lines(byPolicy[sim.PolicyPodByPod], "job2-", "Pending"); len(got) == 0 {
+		t.Errorf("pod-by-pod view shows no pending pod of job2:\n%s", byPolicy[sim.PolicyPodByPod])
+	}
+}
+
+// TestSeedACK checks that phalanx keeps the 5 pods of tf-smoke-gpu pending
+// until the new GPUs join, then runs them all.
+func TestSeedACK(t *testing.T) {
+	w := builtin(t, "seed-ack")
+	c, err := compare(input{w, true}, []string{sim.PolicyPhalanx}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moments := report.Moments(w)
+	if len(moments) != 2 {
+		t.Fatalf("moments %v, want the submission and the pool joining", moments)
+	}
+	for i, want := range []report.Phase{report.Pending, report.Running} {
+		rows := report.Pods(w, c.Results[0], moments[i].At)
+		if len(rows) != 5 {
+			t.Fatalf("%d pods at %ds, want 5", len(rows), moments[i].At)
+		}
+		for _, p := range rows {
+			if p.Phase != want {
+				t.Errorf("at %ds %s is %s, want all %v", moments[i].At, p.Name, p.Status(), want)
+			}
+		}
+	}
+}
+
+func TestDefaultJSON(t *testing.T) {
+	code, stdout, stderr := runArgs(t, "simulate", "--output", "json", "--policy", "pod-by-pod,phalanx")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := decodeOne(t, stdout)
+	var order []string
+	for _, r := range got.Results {
+		order = append(order, r["input"].(string)+"/"+r["policy"].(string))
+	}
+	want := "seed-tfjob/pod-by-pod seed-tfjob/phalanx seed-ack/pod-by-pod seed-ack/phalanx"
+	if strings.Join(order, " ") != want {
+		t.Errorf("results %v, want %s", order, want)
+	}
+}
+
+func TestTraceAndPlot(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "small.csv", `job_id,submit_time_s,duration_s,num_gpus,vc
+a-0,0,3600,8,alpha
+b-0,60,600,4,beta
+a-1,120,1800,16,alpha
+b-1,180,600,1,beta
+b-2,200,7200,2,beta
+a-2,300,900,8,alpha
+`)
+	svg := filepath.Join(dir, "gpus.svg")
+	code, stdout, stderr := runArgs(t, "simulate", "--trace", trace, "--nodes", "2", "--gpus-per-node", "8", "--max-jobs", "5", "--plot", svg)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"small.csv: 5 jobs", "phalanx", "pod-by-pod", "fifo-gang", "GPU utilisation", "simulated in", svg} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) == 0 {
+		t.Fatal("empty SVG")
+	}
+	d := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		if _, err := d.Token(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG is not XML: %v", err)
+		}
+	}
+
+	code, stdout, stderr = runArgs(t, "simulate", "--trace", trace, "--nodes", "2", "--gpus-per-node", "8", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, r := range decodeOne(t, stdout).Results {
+		if r["jobs_total"] != 6.0 {
+			t.Errorf("%v: jobs_total %v, want 6", r["policy"], r["jobs_total"])
+		}
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var out syncBuffer
+	p := startProgress(&out, "in.csv", []string{"phalanx", "pod-by-pod"}, progressTiming{every: time.Millisecond})
+	p.callback(0)(50, 100)
+	p.finish(1)
+	time.Sleep(20 * time.Millisecond)
+	p.close()
+	if !strings.Contains(out.String(), "simulating in.csv: phalanx  50%, pod-by-pod done; ") {
+		t.Errorf("progress output:\n%s", out.String())
+	}
+
+	var quiet syncBuffer
+	p = startProgress(&quiet, "in.csv", []string{"phalanx"}, progressTiming{delay: time.Hour, every: time.Millisecond})
+	p.close()
+	if quiet.String() != "" {
+		t.Errorf("a short run printed progress: %q", quiet.String())
+	}
+}
+
+// builtin returns the named built-in scenario.
+func builtin(t *testing.T, name string) *workload.Workload {
+	t.Helper()
+	for _, w := range workload.Builtin() {
+		if w.Name == name {
+			return w
+		}
+	}
+	t.Fatalf("no built-in scenario %q", name)
+	return nil
+}
+
+type jsonResults struct{ Results []map[string]any }
+
+// decodeOne decodes s, which must hold exactly one JSON object.
+func decodeOne(t *testing.T, s string) jsonResults {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	var got jsonResults
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("stdout is not a JSON object: %v\n%s", err, s)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		t.Fatalf("stdout holds more than one JSON value:\n%s", s)
+	}
+	return got
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// between returns the part of s after the first from and before the next
+// to (or the end).
+func between(s, from, to string) string {
+	_, after, ok := strings.Cut(s, from)
+	if !ok {
+		return ""
+	}
+	before, _, _ := strings.Cut(after, to)
+	return before
+}
+
+// lines returns the lines of s that contain every one of subs.
+func lines(s string, subs ...string) []string {
+	var out []string
+next:
+	for _, l := range strings.Split(s, "\n") {
+		for _, sub := range subs {
+			if !strings.Contains(l, sub) {
+				continue next
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

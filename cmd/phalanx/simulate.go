@@ -1,0 +1,301 @@
+package main
+
+// This file is `phalanx simulate`: it parses and checks the flags, reads the
+// inputs (the built-in scenarios, a scenario file or a trace), runs every
+// requested policy over each input, one goroutine per policy, and hands the
+// results to package report. Results keep the order of --policy whatever
+// order the runs finish in.
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/report"
+	"github.com/phalanx-sched/phalanx/sim"
+	"github.com/phalanx-sched/phalanx/workload"
+)
+
+// simulateConfig is the checked configuration of one `phalanx simulate`.
+type simulateConfig struct {
+	trace, scenario string
+	traceOpt        workload.TraceOptions
+	policies        []string
+	output          string // "table" or "json"
+	plot            string // "" for no plot
+}
+
+// simulateFlags binds the flags of `phalanx simulate` to raw values.
+type simulateFlags struct {
+	trace, scenario, policy, output, plot string
+	nodes, gpusPerNode, maxJobs           int
+}
+
+func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.trace, "trace", "", "replay the GPU cluster trace in `FILE.csv` (needs --nodes and --gpus-per-node)")
+	fs.StringVar(&f.scenario, "scenario", "", "run the scenario in `FILE.yaml`")
+	fs.IntVar(&f.nodes, "nodes", 0, "with --trace: the simulated cluster has `N` nodes")
+	fs.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "with --trace: `K` GPUs per node")
+	fs.IntVar(&f.maxJobs, "max-jobs", 0, "with --trace: read only the first `M` jobs (0: all)")
+	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
+	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
+	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use over time into `FILE` (.svg or .png)")
+	return fs
+}
+
+func simulateUsage(out io.Writer) {
+	fmt.Fprint(out, `Usage:
+  phalanx simulate [--policy LIST] [--output table|json] [--plot FILE.svg]
+  phalanx simulate --scenario FILE.yaml [flags]
+  phalanx simulate --trace FILE.csv --nodes N --gpus-per-node K [--max-jobs M] [flags]
+
+Simulate runs jobs on a simulated cluster under each scheduling policy and
+compares the outcomes:
+  phalanx      gangs start whole or not at all, queues share by weight
+  pod-by-pod   each pod is placed on its own, as the default scheduler does
+  fifo-gang    gangs start whole, strictly in submission order
+
+With no input flag it runs the built-in scenarios, the gang-scheduling
+experiments users ran with TFJobs and with ACK, and shows the pods as
+'kubectl get pods' would have, a timeline of each job and the metrics.
+
+Flags:
+`)
+	fs := newSimulateFlagSet(&simulateFlags{})
+	for _, n := range []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "policy", "output", "plot"} {
+		f := fs.Lookup(n)
+		name, use := flag.UnquoteUsage(f)
+		fmt.Fprintf(out, "  --%s %s\n    \t%s", f.Name, name, use)
+		if f.DefValue != "" && f.DefValue != "0" {
+			fmt.Fprintf(out, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(out)
+	}
+}
+
+// usageError is a problem with the command line rather than with the input.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// parseSimulate checks args and returns the configuration, flag.ErrHelp for
+// -h, or a *usageError.
+func parseSimulate(args []string) (simulateConfig, error) {
+	var f simulateFlags
+	fs := newSimulateFlagSet(&f)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return simulateConfig{}, err
+		}
+		return simulateConfig{}, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return simulateConfig{}, usagef("unexpected argument %q (inputs are given with --trace or --scenario)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+
+	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot}
+	switch {
+	case set["trace"] && set["scenario"]:
+		return cfg, usagef("--trace and --scenario are exclusive: give one input")
+	case set["trace"] && f.trace == "", set["scenario"] && f.scenario == "":
+		return cfg, usagef("--trace and --scenario need a file name")
+	case set["trace"]:
+		if !set["nodes"] || !set["gpus-per-node"] {
+			return cfg, usagef("--trace needs --nodes and --gpus-per-node: the trace does not say what cluster it ran on")
+		}
+		if f.nodes <= 0 || f.gpusPerNode <= 0 || f.maxJobs < 0 {
+			return cfg, usagef("--nodes and --gpus-per-node must be positive and --max-jobs not negative")
+		}
+		cfg.traceOpt = workload.TraceOptions{Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, MaxJobs: f.maxJobs}
+	default:
+		for _, name := range []string{"nodes", "gpus-per-node", "max-jobs"} {
+			if set[name] {
+				return cfg, usagef("--%s applies only to --trace", name)
+			}
+		}
+	}
+	policies, err := parsePolicies(f.policy)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.policies = policies
+	if f.output != "table" && f.output != "json" {
+		return cfg, usagef("unknown --output %q: want table or json", f.output)
+	}
+	if set["plot"] {
+		ext := strings.ToLower(filepath.Ext(f.plot))
+		if ext != ".svg" && ext != ".png" {
+			return cfg, usagef("--plot %q: the file name must end in .svg or .png", f.plot)
+		}
+	}
+	return cfg, nil
+}
+
+// parsePolicies splits a comma-separated list of policy names, checking
+// every name.
+func parsePolicies(list string) ([]string, error) {
+	valid := strings.Join(sim.Policies, ", ")
+	var out []string
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+			return nil, usagef("--policy %q has an empty name; valid policies: %s", list, valid)
+		case !slices.Contains(sim.Policies, name):
+			return nil, usagef("unknown policy %q; valid policies: %s", name, valid)
+		case slices.Contains(out, name):
+			return nil, usagef("policy %q is listed twice", name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// runSimulate is `phalanx simulate args...`.
+func runSimulate(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseSimulate(args)
+	if errors.Is(err, flag.ErrHelp) {
+		simulateUsage(stdout)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "phalanx simulate: %v\nRun 'phalanx help simulate' for usage.\n", err)
+		return 2
+	}
+	if err := simulate(cfg, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "phalanx simulate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// input is one workload to simulate and whether to record its runs.
+type input struct {
+	w      *workload.Workload
+	record bool
+}
+
+// readInputs reads what cfg names: the built-in scenarios when it names
+// nothing.
+func readInputs(cfg simulateConfig) ([]input, error) {
+	switch {
+	case cfg.trace != "":
+		w, err := workload.ReadTraceFile(cfg.trace, cfg.traceOpt)
+		if err != nil {
+			return nil, err
+		}
+		return []input{{w, false}}, nil
+	case cfg.scenario != "":
+		w, err := workload.ReadScenarioFile(cfg.scenario)
+		if err != nil {
+			return nil, err
+		}
+		return []input{{w, report.Recordable(w)}}, nil
+	default:
+		var out []input
+		for _, w := range workload.Builtin() {
+			out = append(out, input{w, true})
+		}
+		return out, nil
+	}
+}
+
+// simulate runs cfg, writing reports to stdout and progress to stderr.
+func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
+	inputs, err := readInputs(cfg)
+	if err != nil {
+		return err
+	}
+	var cs []report.Comparison
+	for _, in := range inputs {
+		c, err := compare(in, cfg.policies, stderr)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+	}
+	if cfg.output == "json" {
+		if err := report.WriteJSON(stdout, cs); err != nil {
+			return err
+		}
+	} else {
+		for i, c := range cs {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			if err := writeTable(stdout, c, inputs[i].record); err != nil {
+				return err
+			}
+		}
+	}
+	if cfg.plot != "" {
+		if err := report.PlotFile(cfg.plot, cs); err != nil {
+			return err
+		}
+		if cfg.output != "json" {
+			fmt.Fprintf(stdout, "\nGPUs in use over time: %s\n", cfg.plot)
+		}
+	}
+	return nil
+}
+
+// writeTable writes one comparison: the whole story of a recorded run, the
+// input's summary and the metrics otherwise.
+func writeTable(out io.Writer, c report.Comparison, recorded bool) error {
+	if recorded {
+		return report.WriteStory(out, c)
+	}
+	if err := report.WriteSummary(out, c); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(out); err != nil {
+		return err
+	}
+	return report.WriteTable(out, c)
+}
+
+// compare runs every policy over one input concurrently and returns the
+// results in the order of policies, reporting progress on stderr.
+func compare(in input, policies []string, stderr io.Writer) (report.Comparison, error) {
+	c := report.Comparison{
+		Workload: in.w,
+		Results:  make([]*sim.Result, len(policies)),
+		Wall:     make([]time.Duration, len(policies)),
+	}
+	errs := make([]error, len(policies))
+	prog := startProgress(stderr, in.w.Name, policies, defaultTiming(stderr))
+	var wg sync.WaitGroup
+	for i, policy := range policies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			res, err := sim.Run(in.w, policy, sim.Options{Record: in.record, Progress: prog.callback(i)})
+			c.Wall[i] = time.Since(t0)
+			c.Results[i], errs[i] = res, err
+			prog.finish(i)
+		}()
+	}
+	wg.Wait()
+	prog.close()
+	for i, err := range errs {
+		if err != nil {
+			return c, fmt.Errorf("%s under %s: %w", in.w.Name, policies[i], err)
+		}
+	}
+	return c, nil
+}

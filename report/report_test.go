@@ -1,0 +1,312 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/phalanx-sched/phalanx/sim"
+	"github.com/phalanx-sched/phalanx/workload"
+)
+
+// tinyWorkload is job2 of the TFJob seed on 2 one-GPU nodes: a PS and two
+// GPU workers.
+func tinyWorkload() *workload.Workload {
+	gpu := map[string]int64{workload.GPU: 1}
+	return &workload.Workload{
+		Name:   "tiny",
+		Pools:  []workload.NodePool{{Name: "gpu", Count: 2, Allocatable: map[string]int64{"cpu": 4000, workload.GPU: 1}}},
+		Queues: []workload.Queue{{Name: "default", Weight: 1}},
+		Jobs: []workload.Job{{
+			ID: "job2", Queue: "default", Submit: 30, Duration: 600, MinMember: 3,
+			Tasks: []workload.Task{
+				{Role: "ps", Replicas: 1, Requests: map[string]int64{"cpu": 1000}},
+				{Role: "worker", Replicas: 2, Requests: gpu},
+			},
+		}},
+	}
+}
+
+// tinyResults is what a gang policy and a pod-by-pod policy could return on
+// tinyWorkload with one GPU taken until 300 s by something outside it.
+func tinyResults() []*sim.Result {
+	return []*sim.Result{
+		{
+			Policy: "phalanx",
+			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: 870, P50JCT: 870, P99JCT: 870,
+				MeanWait: 270, P99Wait: 270, GPUUtilization: 0.5, Makespan: 870, JainFairness: 1},
+			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
+				State: sim.JobCompleted, Placed: 3, Members: 3}},
+			GPUs: []sim.Sample{{Time: 30}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
+			Events: []sim.PodEvent{
+				{Time: 300, Job: "job2", Pod: "job2-ps-0", Kind: "running", Node: "gpu-0"},
+				{Time: 300, Job: "job2", Pod: "job2-worker-0", Kind: "running", Node: "gpu-0"},
+				{Time: 300, Job: "job2", Pod: "job2-worker-1", Kind: "running", Node: "gpu-1"},
+			},
+		},
+		{
+			Policy: "pod-by-pod",
+			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: 870, P50JCT: 870, P99JCT: 870,
+				MeanWait: 270, P99Wait: 270, GPUUtilization: 0.5, WastedGPUSeconds: 270, Makespan: 870, JainFairness: 1},
+			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
+				State: sim.JobCompleted, Placed: 3, Members: 3}},
+			GPUs: []sim.Sample{{Time: 30, Held: 1}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
+			Events: []sim.PodEvent{
+				{Time: 30, Job: "job2", Pod: "job2-ps-0", Kind: "bound", Node: "gpu-0"},
+				{Time: 30, Job: "job2", Pod: "job2-worker-0", Kind: "bound", Node: "gpu-0"},
+				{Time: 300, Job: "job2", Pod: "job2-worker-1", Kind: "bound", Node: "gpu-1"},
+				{Time: 300, Job: "job2", Pod: "job2-ps-0", Kind: "running", Node: "gpu-0"},
+				{Time: 300, Job: "job2", Pod: "job2-worker-0", Kind: "running", Node: "gpu-0"},
+				{Time: 300, Job: "job2", Pod: "job2-worker-1", Kind: "running", Node: "gpu-1"},
+			},
+		},
+	}
+}
+
+func tinyComparison() Comparison {
+	return Comparison{Workload: tinyWorkload(), Results: tinyResults()}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var out bytes.Buffer
+	if err := WriteJSON(&out, []Comparison{tinyComparison()}); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(&out)
+	var got map[string][]map[string]any
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("output is not a JSON object: %v\n%s", err, out.String())
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		t.Errorf("more than one JSON value on stdout (next token err %v)", err)
+	}
+	row := func(policy string, wasted float64) map[string]any {
+		return map[string]any{
+			"input": "tiny", "policy": policy,
+			"jobs_total": 1.0, "jobs_completed": 1.0, "stuck_jobs": 0.0, "unschedulable_jobs": 0.0,
+			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
+			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": 0.0,
+			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "makespan_s": 870.0, "jain_fairness": 1.0,
+		}
+	}
+	want := map[string][]map[string]any{"results": {row("phalanx", 0), row("pod-by-pod", 270)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JSON (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteJSONKeepsMetricsKeys(t *testing.T) {
+	// Every key of sim.Metrics appears in each element, whatever fields are
+	// added to it later.
+	all, err := json.Marshal(sim.Metrics{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys map[string]any
+	if err := json.Unmarshal(all, &keys); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := WriteJSON(&out, []Comparison{tinyComparison()}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Results []map[string]any }
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Results {
+		for k := range keys {
+			if _, ok := r[k]; !ok {
+				t.Errorf("result of %v lacks key %q", r["policy"], k)
+			}
+		}
+	}
+}
+
+func TestPods(t *testing.T) {
+	w, res := tinyWorkload(), tinyResults()
+	tests := []struct {
+		name   string
+		result *sim.Result
+		at     int64
+		want   []PodRow
+	}{{
+		name: "gang waits whole", result: res[0], at: 30,
+		want: []PodRow{
+			{Name: "job2-ps-0", Job: "job2", Phase: Pending, Members: 3},
+			{Name: "job2-worker-0", Job: "job2", Phase: Pending, GPUs: 1, Members: 3},
+			{Name: "job2-worker-1", Job: "job2", Phase: Pending, GPUs: 1, Members: 3},
+		},
+	}, {
+		name: "pod by pod binds part of the gang", result: res[1], at: 30,
+		want: []PodRow{
+			{Name: "job2-ps-0", Job: "job2", Phase: Idle, Node: "gpu-0", Bound: 2, Members: 3},
+			{Name: "job2-worker-0", Job: "job2", Phase: Idle, Node: "gpu-0", GPUs: 1, Bound: 2, Members: 3},
+			{Name: "job2-worker-1", Job: "job2", Phase: Pending, GPUs: 1, Bound: 2, Members: 3},
+		},
+	}, {
+		name: "whole gang runs", result: res[1], at: 300,
+		want: []PodRow{
+			{Name: "job2-ps-0", Job: "job2", Phase: Running, Node: "gpu-0", Age: 270, Bound: 3, Members: 3},
+			{Name: "job2-worker-0", Job: "job2", Phase: Running, Node: "gpu-0", GPUs: 1, Age: 270, Bound: 3, Members: 3},
+			{Name: "job2-worker-1", Job: "job2", Phase: Running, Node: "gpu-1", GPUs: 1, Age: 270, Bound: 3, Members: 3},
+		},
+	}, {
+		name: "not submitted yet", result: res[0], at: 10,
+	}, {
+		name: "completed", result: res[0], at: 900,
+		want: []PodRow{
+			{Name: "job2-ps-0", Job: "job2", Phase: Completed, Node: "gpu-0", Age: 870, Members: 3},
+			{Name: "job2-worker-0", Job: "job2", Phase: Completed, Node: "gpu-0", GPUs: 1, Age: 870, Members: 3},
+			{Name: "job2-worker-1", Job: "job2", Phase: Completed, Node: "gpu-1", GPUs: 1, Age: 870, Members: 3},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Pods(w, tt.result, tt.at)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Pods at %d (-want +got):\n%s", tt.at, diff)
+			}
+		})
+	}
+}
+
+func TestTimelineShowsPartialGang(t *testing.T) {
+	var got []string
+	for _, s := range Timeline(tinyWorkload(), tinyResults()[1]) {
+		got = append(got, Instant(s.At)+" "+s.Text)
+	}
+	want := []string{
+		"30s job2 submitted (3 pods, 2 GPUs)",
+		"30s job2: 2/3 pods bound, holding 1 GPU idle; the job cannot start",
+		"5m job2 starts (3/3 pods bound)",
+		"15m job2 completes",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("timeline (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteStory(t *testing.T) {
+	var out bytes.Buffer
+	if err := WriteStory(&out, tinyComparison()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pods at 30s, just after the submission of every job:",
+		"phalanx: GPUs 0 running, 0 held idle, 2 free",
+		"pod-by-pod: GPUs 0 running, 1 held idle, 1 free",
+		"job2-worker-0   Running (idle: only 2/3 pods of job2 bound)",
+		"GPU time held idle by incomplete gangs",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("story lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestWriteTable(t *testing.T) {
+	var out bytes.Buffer
+	if err := WriteTable(&out, tinyComparison()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if got := strings.Fields(lines[0]); !cmp.Equal(got, []string{"phalanx", "pod-by-pod"}) {
+		t.Errorf("header = %q, want the policies", got)
+	}
+	rows := map[string][]string{}
+	for _, l := range lines[1:] {
+		if label, cells, ok := strings.Cut(strings.TrimSpace(l), "   "); ok {
+			rows[label] = strings.Fields(cells)
+		}
+	}
+	for label, want := range map[string][]string{
+		"job completion time, mean":              {"14m30s", "14m30s"},
+		"GPU utilisation":                        {"50.0%", "50.0%"},
+		"GPU time held idle by incomplete gangs": {"none", "4m30s"},
+	} {
+		if diff := cmp.Diff(want, rows[label]); diff != "" {
+			t.Errorf("row %q (-want +got):\n%s\n%s", label, diff, out.String())
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for s, want := range map[float64]string{
+		0: "0s", 45: "45s", 59.6: "1m", 600: "10m", 630: "10m30s", 3600: "1h", 11520: "3h12m",
+		86399: "1d", 86400: "1d", 187200: "2d4h", -30: "-30s",
+	} {
+		if got := Duration(s); got != want {
+			t.Errorf("Duration(%v) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func TestDownsampleKeepsPeaks(t *testing.T) {
+	var samples []sim.Sample
+	for i := int64(0); i < 10000; i++ {
+		v := i % 7
+		if i == 5003 {
+			v = 1000 // a one-step spike must survive
+		}
+		samples = append(samples, sim.Sample{Time: i * 10, Running: v})
+	}
+	pts := Downsample(samples, func(s sim.Sample) int64 { return s.Running }, 100000, 100)
+	if len(pts) > 102 {
+		t.Errorf("%d points, want at most 102", len(pts))
+	}
+	peak := 0.0
+	for i, p := range pts {
+		peak = max(peak, p.Y)
+		if i > 0 && p.X <= pts[i-1].X {
+			t.Fatalf("x not increasing at %d: %v", i, pts[i-1:i+1])
+		}
+	}
+	if peak != 1000 {
+		t.Errorf("peak %v, want 1000", peak)
+	}
+	if last := pts[len(pts)-1]; last.X != 100000 {
+		t.Errorf("series ends at %v, want 100000", last.X)
+	}
+}
+
+func TestPlotSVG(t *testing.T) {
+	var out bytes.Buffer
+	if err := Plot(&out, "svg", []Comparison{tinyComparison(), tinyComparison()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := xmlWellFormed(out.Bytes()); err != nil {
+		t.Errorf("SVG is not XML: %v", err)
+	}
+	if !strings.Contains(out.String(), "GPUs in use: tiny") {
+		t.Errorf("SVG lacks its title")
+	}
+}
+
+func TestPlotFileRejectsExtension(t *testing.T) {
+	err := PlotFile(t.TempDir()+"/plot.pdf", []Comparison{tinyComparison()})
+	if err == nil || !strings.Contains(err.Error(), ".svg or .png") {
+		t.Errorf("err = %v, want a message naming .svg and .png", err)
+	}
+}
+
+// xmlWellFormed reads data to the end as XML.
+func xmlWellFormed(data []byte) error {
+	d := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		_, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
