@@ -106,14 +106,17 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 	seen := map[string]bool{}
 	for _, key := range keys {
 		v := views[key]
+		finished := v.nPending == 0 && v.nRunning == 0
 		c := counts[v.queue]
 		if c == nil {
 			c = &queueCount{}
 			counts[v.queue] = c
 		}
-		if v.bound >= v.minMember {
+		switch {
+		case finished:
+		case v.bound >= v.minMember:
 			c.running++
-		} else {
+		default:
 			c.pending++
 		}
 		var last *verdict
