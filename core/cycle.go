@@ -80,7 +80,7 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 		if _, dup := c.queues[q.Name]; dup {
 			continue // the first definition wins; callers keep names unique
 		}
-		qs := &queueState{q: q, weight: max(q.Weight, 1), allocated: q.Allocated}
+		qs := &queueState{q: q, weight: min(max(q.Weight, 1), maxWeight), allocated: q.Allocated}
 		c.queues[q.Name] = qs
 		c.order = append(c.order, qs)
 	}

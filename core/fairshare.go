@@ -20,6 +20,9 @@ import (
 // resources nobody else can use in this cycle. Only its capability is a hard
 // limit. Taking back what a queue holds beyond its share is reclaim's job.
 
+// maxWeight caps queue weights so that dealing never overflows.
+const maxWeight = 1 << 20
+
 type queueState struct {
 	q         *Queue
 	weight    int64
@@ -58,7 +61,7 @@ func deal(queues []*queueState, total Vector) {
 					continue
 				}
 				want := min(qs.demand[d], qs.q.Capability[d])
-				give := min(remaining[d]*qs.weight/weights, want-qs.deserved[d])
+				give := min(mulDiv(remaining[d], qs.weight, weights), want-qs.deserved[d])
 				if give < 0 {
 					give = 0
 				}
@@ -158,4 +161,10 @@ func sortGangs(gangs []*Gang, less func(a, b *Gang) bool) {
 			return
 		}
 	}
+}
+
+// mulDiv returns a*b/c for non-negative a and 0 < b <= c without
+// overflowing: memory totals in bytes times weights exceed int64.
+func mulDiv(a, b, c int64) int64 {
+	return a/c*b + a%c*b/c
 }

@@ -163,3 +163,13 @@ func BenchmarkCycle5000Nodes(b *testing.B) {
 	b.ReportMetric(float64(len(diag.Pending)), "pending-gangs")
 	b.ReportMetric(float64(len(s.Gangs)), "gangs")
 }
+
+func TestMulDivDoesNotOverflow(t *testing.T) {
+	const petabytes = int64(5) << 50
+	if got, want := mulDiv(petabytes, 30000, 40000), petabytes/4*3; got != want {
+		t.Errorf("mulDiv = %d, want %d", got, want)
+	}
+	if got := mulDiv(7, 1, 2); got != 3 {
+		t.Errorf("mulDiv(7,1,2) = %d, want 3", got)
+	}
+}

@@ -96,7 +96,8 @@ type Node struct {
 // Queue is a tenant's share of the cluster.
 type Queue struct {
 	Name string
-	// Weight is the queue's relative share; values below 1 count as 1.
+	// Weight is the queue's relative share; values below 1 count as 1,
+	// values above 2^20 as 2^20.
 	Weight int64
 	// Capability caps what the queue's gangs may hold; Unlimited dimensions
 	// are not capped. The zero Vector means the queue may hold nothing.
