@@ -1,0 +1,79 @@
+package sim
+
+// This file tells stuck jobs from unschedulable ones at the end of a run. A
+// job fits the empty cluster at its largest (every pool joined, nothing
+// bound) if the members it needs to start, its first MinMember members, can
+// be packed into the nodes by first-fit-decreasing: members sorted by
+// request, largest first (extended resources, then cpu, then memory), each
+// put on the first node, in node order, that admits it and still has its
+// request plus one pod slot free. First-fit-decreasing can miss a packing
+// that exists; for the shapes of real jobs (identical workers plus a few
+// small roles) it does not. Queue capabilities are not taken into account:
+// "unschedulable" is about the cluster.
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/phalanx-sched/phalanx/core"
+)
+
+// fitter packs jobs into the empty cluster, reusing its scratch space.
+type fitter struct {
+	nodes []core.Node
+	free  []core.Vector
+	order []int
+}
+
+func newFitter(nodes []core.Node) *fitter {
+	return &fitter{nodes: nodes, free: make([]core.Vector, len(nodes))}
+}
+
+// fits reports whether j can start on the empty cluster.
+func (f *fitter) fits(j *job) bool {
+	need := j.spec.MinMember
+	if need < 1 || need > len(j.members) {
+		return false
+	}
+	for i := range f.nodes {
+		f.free[i] = f.nodes[i].Allocatable
+	}
+	f.order = f.order[:0]
+	for m := 0; m < need; m++ {
+		f.order = append(f.order, m)
+	}
+	slices.SortStableFunc(f.order, func(a, b int) int {
+		return -compareRequest(j.members[a].req, j.members[b].req)
+	})
+	for _, m := range f.order {
+		mem := &j.members[m]
+		req := mem.req
+		req[core.Pods] = 1
+		placed := false
+		for i := range f.nodes {
+			if req.Fits(f.free[i]) && admits(&f.nodes[i], mem.cons) {
+				f.free[i] = f.free[i].Sub(req)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return false
+		}
+	}
+	return true
+}
+
+// compareRequest orders requests by extended resources, then cpu, then
+// memory.
+func compareRequest(a, b core.Vector) int {
+	for d := core.FirstExtended; d < core.MaxDims; d++ {
+		if c := cmp.Compare(a[d], b[d]); c != 0 {
+			return c
+		}
+	}
+	if c := cmp.Compare(a[core.CPU], b[core.CPU]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a[core.Memory], b[core.Memory])
+}

@@ -1,0 +1,164 @@
+package sim
+
+// Metric functions on hand-computed values, and one small run whose every
+// figure is worked out by hand in the comments.
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestPercentile(t *testing.T) {
+	hundred := make([]float64, 100)
+	for i := range hundred {
+		hundred[i] = float64(i + 1)
+	}
+	tests := []struct {
+		name   string
+		sorted []float64
+		p      int
+		want   float64
+	}{
+		{"empty", nil, 99, 0},
+		{"one sample", []float64{7}, 50, 7},
+		{"p50 of 1..100", hundred, 50, 50},
+		{"p99 of 1..100", hundred, 99, 99},
+		{"p100 of 1..100", hundred, 100, 100},
+		{"p50 of four: rank ceil(2) = 2", []float64{1, 2, 3, 4}, 50, 2},
+		{"p99 of four: rank ceil(3.96) = 4", []float64{1, 2, 3, 4}, 99, 4},
+		{"p50 of two: rank 1", []float64{100, 150}, 50, 100},
+		{"p1 of 1..100", hundred, 1, 1},
+	}
+	for _, tc := range tests {
+		if got := percentile(tc.sorted, tc.p); got != tc.want {
+			t.Errorf("%s: percentile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestJain(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want float64
+	}{
+		{nil, 1},
+		{[]float64{0.3}, 1},
+		{[]float64{1, 1}, 1},
+		{[]float64{1, 0}, 0.5},        // (1)^2 / (2*1)
+		{[]float64{1, 1, 0}, 4.0 / 6}, // (2)^2 / (3*2)
+		{[]float64{1, 2, 3}, 36.0 / 42},
+		{[]float64{0, 0}, 1},
+	}
+	for _, tc := range tests {
+		if got := jain(tc.xs); got != tc.want {
+			t.Errorf("jain(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+}
+
+func TestIntegrate(t *testing.T) {
+	samples := []Sample{{Time: 0, Running: 1, Held: 2}, {Time: 100, Running: 2, Held: 2}, {Time: 150}}
+	running := func(s Sample) int64 { return s.Running }
+	held := func(s Sample) int64 { return s.Held }
+	tests := []struct {
+		name     string
+		from, to int64
+		value    func(Sample) int64
+		want     int64
+	}{
+		{"running over all", 0, 150, running, 1*100 + 2*50},
+		{"held over all", 0, 150, held, 2 * 150},
+		{"clipped", 50, 120, running, 1*50 + 2*20},
+		{"past the last sample", 0, 200, running, 200},
+		{"before the first sample", -50, 10, running, 10},
+		{"empty window", 80, 80, running, 0},
+	}
+	for _, tc := range tests {
+		if got := integrate(samples, tc.from, tc.to, tc.value); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// One node with 2 GPUs. At t=0 arrive, in this order: a (queue qa, 1 pod of
+// 1 GPU, 100 s), b (queue qb, 2 pods of 1 GPU, 50 s) and c (queue qc, 1 pod
+// of 3 GPUs, 10 s). Pod by pod, created a0 b0 c0 b1: a0 and b0 bind, c0 and
+// b1 do not fit. a runs 0..100 while b0 holds a GPU for nothing; at 100 b1
+// binds and b runs 100..150; c never fits anywhere.
+func TestMetricsByHand(t *testing.T) {
+	w := newWorkload().
+		pool("n", 1, gpus(2), cpu(8)).
+		job("a", at(0), runs(100), inQueue("qa"), task("w", 1, gpus(1))).
+		job("b", at(0), runs(50), inQueue("qb"), task("w", 2, gpus(1))).
+		job("c", at(0), runs(10), inQueue("qc"), task("w", 1, gpus(3))).
+		build()
+	r := mustRun(t, w, PolicyPodByPod)
+	want := Metrics{
+		JobsTotal:         3,
+		JobsCompleted:     2,
+		StuckJobs:         0,
+		UnschedulableJobs: 1,
+		MeanJCT:           (100 + 150) / 2.0,
+		P50JCT:            100, // nearest rank ceil(0.5*2) = 1
+		P99JCT:            150, // rank ceil(0.99*2) = 2
+		MeanWait:          (0 + 100) / 2.0,
+		P99Wait:           100,
+		P99WaitBig:        0,           // no job of 8 GPUs or more started
+		GPUUtilization:    200.0 / 300, // a 1x100 + b 2x50 over 2 GPUs x 150 s
+		WastedGPUSeconds:  100,         // b0 holds 1 GPU from 0 to 100
+		Makespan:          150,
+		// x = received/demanded: qa 100/100, qb 100/100, qc 0/30.
+		JainFairness: 4.0 / 6,
+	}
+	if d := cmp.Diff(want, r.Metrics); d != "" {
+		t.Errorf("metrics (-want +got):\n%s", d)
+	}
+	wantGPUs := []Sample{{Time: 0, Running: 1, Held: 2}, {Time: 100, Running: 2, Held: 2}, {Time: 150}}
+	if d := cmp.Diff(wantGPUs, r.GPUs); d != "" {
+		t.Errorf("GPU series (-want +got):\n%s", d)
+	}
+	if want := "0/1 pods placed; 1 pending: no node is large enough for 3 nvidia.com/gpu"; r.Jobs[2].Reason != want {
+		t.Errorf("c: reason %q, want %q", r.Jobs[2].Reason, want)
+	}
+}
+
+// Two nodes of 2 GPUs, the second joining at t=100; one job of 2 GPUs runs
+// 0..200. Capacity is 2x200 + 2x100 = 600 GPU-seconds, use 2x200 = 400.
+func TestUtilizationWithLatePool(t *testing.T) {
+	w := newWorkload().
+		pool("early", 1, gpus(2), cpu(8)).
+		poolAt("late", 1, 100, gpus(2), cpu(8)).
+		job("j", at(0), runs(200), task("w", 1, gpus(2))).
+		build()
+	for _, policy := range Policies {
+		r := mustRun(t, w, policy)
+		if want := 400.0 / 600; r.Metrics.GPUUtilization != want {
+			t.Errorf("%s: gpu_utilization %v, want %v", policy, r.Metrics.GPUUtilization, want)
+		}
+	}
+}
+
+// Wait statistics for big jobs count only jobs of 8 GPUs or more; the
+// makespan starts at the first submit.
+func TestWaitBigAndMakespanOrigin(t *testing.T) {
+	w := newWorkload().
+		pool("n", 2, gpus(8), cpu(64)).
+		job("big1", at(1000), runs(100), task("w", 1, gpus(8))).
+		job("big2", at(1000), runs(100), task("w", 2, gpus(8))).
+		job("small", at(1010), runs(10), task("w", 1, gpus(1))).
+		build()
+	r := mustRun(t, w, PolicyPodByPod)
+	// big1 runs 1000..1100 on one node; big2's first pod takes the other node
+	// and waits for big1; small waits behind nobody but finds no GPU until
+	// 1100, when big2's second pod is created first and takes the node.
+	// big2 runs 1100..1200, small 1200..1210.
+	want := map[string]span{"big1": {1000, 1100}, "big2": {1100, 1200}, "small": {1200, 1210}}
+	if d := cmp.Diff(want, spans(r)); d != "" {
+		t.Fatalf("spans (-want +got):\n%s", d)
+	}
+	m := r.Metrics
+	if m.P99WaitBig != 100 || m.P99Wait != 190 || m.Makespan != 210 {
+		t.Errorf("p99 wait big %v, p99 wait %v, makespan %v; want 100, 190, 210", m.P99WaitBig, m.P99Wait, m.Makespan)
+	}
+}
