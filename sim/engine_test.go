@@ -253,7 +253,7 @@ func TestAdmits(t *testing.T) {
 		{"second term holds", node(zoneA), &core.Constraints{Affinity: []core.NodeSelectorTerm{{}, {MatchExpressions: []core.Requirement{{Key: "zone", Operator: core.SelectorExists}}}}}, true},
 	}
 	for _, tc := range tests {
-		if got := admits(tc.node, tc.c); got != tc.want {
+		if got := core.Admits(tc.node, tc.c); got != tc.want {
 			t.Errorf("%s: admits = %v, want %v", tc.name, got, tc.want)
 		}
 	}

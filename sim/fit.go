@@ -51,7 +51,7 @@ func (f *fitter) fits(j *job) bool {
 		req[core.Pods] = 1
 		placed := false
 		for i := range f.nodes {
-			if req.Fits(f.free[i]) && admits(&f.nodes[i], mem.cons) {
+			if req.Fits(f.free[i]) && core.Admits(&f.nodes[i], mem.cons) {
 				f.free[i] = f.free[i].Sub(req)
 				placed = true
 				break

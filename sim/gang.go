@@ -178,7 +178,7 @@ func (g *gangPolicy) apply(e *gangEntry, b core.Bind) error {
 	e.ix[k] = -1
 	mem := &e.job.members[m]
 	node := &s.snap.Nodes[n]
-	if !admits(node, mem.cons) {
+	if !core.Admits(node, mem.cons) {
 		return fmt.Errorf("sim: at %d s the plan binds %q to node %q, which its constraints exclude", s.now, b.Member, b.Node)
 	}
 	if !fitsNode(node, mem.req) {

@@ -55,7 +55,7 @@ type podShape struct {
 	// failed is set.
 	failedGen uint64
 	failed    bool
-	// eligible[n] caches admits(node n, key.cons); nodes never change their
+	// eligible[n] caches core.Admits(node n, key.cons); nodes never change their
 	// labels or taints, so it only grows as nodes join.
 	eligible []bool
 }
@@ -159,7 +159,7 @@ func (p *podByPod) cycle() error {
 func (p *podByPod) bestNode(sh *podShape) int32 {
 	nodes := p.s.snap.Nodes
 	for i := len(sh.eligible); i < len(nodes); i++ {
-		sh.eligible = append(sh.eligible, admits(&nodes[i], sh.key.cons))
+		sh.eligible = append(sh.eligible, core.Admits(&nodes[i], sh.key.cons))
 	}
 	best, bestScore := int32(-1), int64(-1)
 	for i := range nodes {
@@ -218,7 +218,7 @@ func (p *podByPod) why(m *member) string {
 	admitted, large := false, false
 	for i := range s.snap.Nodes {
 		n := &s.snap.Nodes[i]
-		if !admits(n, m.cons) {
+		if !core.Admits(n, m.cons) {
 			continue
 		}
 		admitted = true
