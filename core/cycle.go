@@ -223,9 +223,10 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		want = want.Add(podRequest(&g.Pending[i]))
 	}
 	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
+		name := c.snap.Resources.Name(d)
 		c.pending(g, ReasonQueueAtCapability, need, fmt.Sprintf(
-			"queue %s is at its capability: the gang needs %s more, the queue holds %d of %d %s",
-			qs.q.Name, c.snap.Resources.Format(want), qs.allocated[d], qs.q.Capability[d], c.snap.Resources.Name(d)))
+			"queue %s is at its capability: the gang needs %d %s, the queue holds %d of its %d",
+			qs.q.Name, want[d], name, qs.allocated[d], qs.q.Capability[d]))
 		return false
 	}
 	sig, uniform := signatureOf(g.Pending[:need])

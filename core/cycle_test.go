@@ -234,7 +234,7 @@ func TestQueues(t *testing.T) {
 			t.Errorf("placed (-want +got):\n%s", diff)
 		}
 		want := map[string]pendingView{"big": {ReasonQueueAtCapability,
-			"queue research is at its capability: the gang needs 4 nvidia.com/gpu, 1 pods more, the queue holds 2 of 4 nvidia.com/gpu"}}
+			"queue research is at its capability: the gang needs 4 nvidia.com/gpu, the queue holds 2 of its 4"}}
 		if diff := cmp.Diff(want, pendingOf(diag)); diff != "" {
 			t.Errorf("pending (-want +got):\n%s", diff)
 		}

@@ -1,0 +1,89 @@
+package sim
+
+// Golden scenario tests: each testdata/golden/NAME.yaml is a scenario file;
+// NAME.golden holds, per policy, every member event (bound, running,
+// completed) with its time and node, and for every job that never started
+// the reason the scheduler gave. Refresh after an intended change with
+//
+//	go test ./sim -run Golden -rewrite
+//
+// and review the diff like code.
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/phalanx-sched/phalanx/workload"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files of the scenario tests")
+
+func TestGoldenScenarios(t *testing.T) {
+	files, err := filepath.Glob("testdata/golden/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden scenarios found: %v", err)
+	}
+	type scenario struct {
+		w      *workload.Workload
+		golden string
+	}
+	var scenarios []scenario
+	// The built-in seed experiments are golden too.
+	for _, w := range workload.Builtin() {
+		scenarios = append(scenarios, scenario{w, "testdata/golden/builtin-" + w.Name + ".golden"})
+	}
+	for _, file := range files {
+		w, err := workload.ReadScenarioFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scenarios = append(scenarios, scenario{w, strings.TrimSuffix(file, ".yaml") + ".golden"})
+	}
+	for _, sc := range scenarios {
+		goldenPath := sc.golden
+		t.Run(strings.TrimSuffix(filepath.Base(goldenPath), ".golden"), func(t *testing.T) {
+			got := renderGolden(t, sc.w)
+			if *rewrite {
+				if err := os.WriteFile(goldenPath, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(goldenPath)
+			if err != nil {
+				t.Fatalf("%v (run with -rewrite to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("%s differs from the simulation (-golden +got); if the change is intended, run with -rewrite and review:\n%s", goldenPath, diff)
+			}
+		})
+	}
+}
+
+func renderGolden(t *testing.T, w *workload.Workload) string {
+	var b strings.Builder
+	for _, policy := range Policies {
+		r, err := Run(w, policy, Options{Record: true})
+		if err != nil {
+			t.Fatalf("%s: %v", policy, err)
+		}
+		fmt.Fprintf(&b, "== %s\n", policy)
+		for _, e := range r.Events {
+			fmt.Fprintf(&b, "%6ds %-9s %-24s %s\n", e.Time, e.Kind, e.Pod, e.Node)
+		}
+		for _, j := range r.Jobs {
+			if j.Start < 0 {
+				fmt.Fprintf(&b, "never started: %s (%s, %d/%d placed): %s\n", j.ID, j.State, j.Placed, j.Members, j.Reason)
+			}
+		}
+		m := r.Metrics
+		fmt.Fprintf(&b, "completed %d/%d, stuck %d, unschedulable %d, wasted %.0f GPU-s, makespan %.0f s\n\n",
+			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, m.Makespan)
+	}
+	return b.String()
+}
