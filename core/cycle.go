@@ -224,6 +224,12 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	}
 	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
 		name := c.snap.Resources.Name(d)
+		if want[d] > qs.q.Capability[d] {
+			c.pending(g, ReasonQueueAtCapability, need, fmt.Sprintf(
+				"the gang needs %d %s, more than queue %s's capability of %d: it cannot run in this queue",
+				want[d], name, qs.q.Name, qs.q.Capability[d]))
+			return false
+		}
 		c.pending(g, ReasonQueueAtCapability, need, fmt.Sprintf(
 			"queue %s is at its capability: the gang needs %d %s, the queue holds %d of its %d",
 			qs.q.Name, want[d], name, qs.allocated[d], qs.q.Capability[d]))

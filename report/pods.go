@@ -115,7 +115,7 @@ func podSpecs(w *workload.Workload, at int64) ([]podSpec, map[string]int) {
 func Pods(w *workload.Workload, res *sim.Result, at int64) []PodRow {
 	last := make(map[string]sim.PodEvent)
 	for _, e := range res.Events {
-		if e.Time <= at {
+		if e.Time <= at && e.Pod != "" { // "waiting" events name a job, not a pod
 			last[e.Pod] = e
 		}
 	}

@@ -33,6 +33,7 @@ const (
 	orderPool
 	orderSubmit
 	orderPartial
+	orderWait
 	orderStart
 	orderEnd
 )
@@ -55,6 +56,11 @@ func Timeline(w *workload.Workload, res *sim.Result) []Step {
 		gpus[s.name] = s.gpus
 	}
 	partial := partialBinds(res.Events, res.Jobs, gpus)
+	for _, e := range res.Events {
+		if e.Kind == "waiting" {
+			add(e.Time, orderWait, "%s waits: %s", e.Job, e.Reason)
+		}
+	}
 	for _, o := range res.Jobs {
 		add(o.Submit, orderSubmit, "%s submitted (%s, %s)", o.ID, plural(int64(o.Members), "pod"), plural(o.GPUs, "GPU"))
 		for _, p := range partial[o.ID] {

@@ -47,6 +47,7 @@ type gangPolicy struct {
 	last    core.Diagnostics
 	reasons map[string]string
 	touched []*gangEntry
+	said    map[string]string // last reason recorded per gang
 }
 
 func newGangPolicy(s *state, sched cycler) *gangPolicy {
@@ -116,6 +117,7 @@ func (g *gangPolicy) cycle() error {
 	}
 	plan, diag := g.sched.RunCycle(&g.s.snap, g.s.now)
 	g.last = diag
+	g.recordReasons(diag)
 	var e *gangEntry
 	for _, b := range plan.Binds {
 		if e == nil || e.gang.ID != b.Gang {
@@ -151,6 +153,25 @@ func (g *gangPolicy) cycle() error {
 	clear(g.touched)
 	g.touched = g.touched[:0]
 	return nil
+}
+
+// recordReasons adds a "waiting" event each time a gang's reason to wait
+// changes, when the run is recorded.
+func (g *gangPolicy) recordReasons(diag core.Diagnostics) {
+	if !g.s.record {
+		return
+	}
+	if g.said == nil {
+		g.said = make(map[string]string)
+	}
+	for _, st := range diag.Pending {
+		msg := st.Message()
+		if g.said[st.Gang] == msg {
+			continue
+		}
+		g.said[st.Gang] = msg
+		g.s.events = append(g.s.events, PodEvent{Time: g.s.now, Job: st.Gang, Kind: "waiting", Reason: msg})
+	}
 }
 
 // apply checks one bind against the snapshot and carries it out.

@@ -2,8 +2,8 @@ package sim
 
 // Golden scenario tests: each testdata/golden/NAME.yaml is a scenario file;
 // NAME.golden holds, per policy, every member event (bound, running,
-// completed) with its time and node, and for every job that never started
-// the reason the scheduler gave. Refresh after an intended change with
+// completed) with its time and node, every change of a waiting job's reason,
+// and for every job that never started the reason the scheduler gave. Refresh after an intended change with
 //
 //	go test ./sim -run Golden -rewrite
 //
@@ -74,6 +74,10 @@ func renderGolden(t *testing.T, w *workload.Workload) string {
 		}
 		fmt.Fprintf(&b, "== %s\n", policy)
 		for _, e := range r.Events {
+			if e.Kind == "waiting" {
+				fmt.Fprintf(&b, "%6ds %-9s %-24s %s\n", e.Time, e.Kind, e.Job, e.Reason)
+				continue
+			}
 			fmt.Fprintf(&b, "%6ds %-9s %-24s %s\n", e.Time, e.Kind, e.Pod, e.Node)
 		}
 		for _, j := range r.Jobs {

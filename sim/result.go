@@ -69,9 +69,12 @@ type PodEvent struct {
 	Time int64
 	Job  string
 	Pod  string
-	// Kind is "bound", "running" (its job started), "completed".
+	// Kind is "bound", "running" (its job started), "completed", or
+	// "waiting" (Pod empty): the scheduler gave the job a new reason to wait.
 	Kind string
 	Node string
+	// Reason is the scheduler's message, for "waiting" events.
+	Reason string
 }
 
 // Result is the outcome of running one policy over one workload.
