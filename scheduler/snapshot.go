@@ -115,9 +115,15 @@ func (s *Store) view(g *gangInfo) *gangView {
 }
 
 // labelMin is the min-available of a label gang: its members must agree.
+// Members are read in name order so that the message is stable.
 func labelMin(g *gangInfo, v *gangView) int {
-	agreed := int32(0)
+	members := make([]*podInfo, 0, len(g.members))
 	for _, p := range g.members {
+		members = append(members, p)
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].pod.Name < members[j].pod.Name })
+	agreed := int32(0)
+	for _, p := range members {
 		m := MembershipOf(p.pod)
 		if m.Problem != "" {
 			v.invalid = fmt.Sprintf("pod %s: %s", p.pod.Name, m.Problem)

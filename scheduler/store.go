@@ -26,6 +26,10 @@ type Store struct {
 	nodes      map[string]*nodeInfo
 	nodeOrder  []string // sorted names, rebuilt when nodes come or go
 	nodesDirty bool
+	// offNodes holds what pods bound to nodes the store does not know
+	// hold: at start the pod informer may deliver pods before their nodes,
+	// and a node may be deleted and come back while its pods stay bound.
+	offNodes   map[string]core.Vector
 	pods       map[types.UID]*podInfo
 	gangs      map[string]*gangInfo
 	podGroups  map[string]*v1alpha1.PodGroup // namespace/name
@@ -70,6 +74,7 @@ func NewStore(schedulerNames []string) *Store {
 		constraints: newConstraintsCache(),
 		ours:        map[string]bool{},
 		nodes:       map[string]*nodeInfo{},
+		offNodes:    map[string]core.Vector{},
 		pods:        map[types.UID]*podInfo{},
 		gangs:       map[string]*gangInfo{},
 		podGroups:   map[string]*v1alpha1.PodGroup{},
@@ -86,7 +91,8 @@ func NewStore(schedulerNames []string) *Store {
 func (s *Store) SetNode(n *corev1.Node) {
 	info, ok := s.nodes[n.Name]
 	if !ok {
-		info = &nodeInfo{}
+		info = &nodeInfo{node: core.Node{Used: s.offNodes[n.Name]}}
+		delete(s.offNodes, n.Name)
 		s.nodes[n.Name] = info
 		s.nodesDirty = true
 	}
@@ -120,7 +126,10 @@ func nodeReady(n *corev1.Node) bool {
 // DeleteNode removes a node. Pods still bound to it keep their binding; they
 // will be deleted by the node lifecycle controller.
 func (s *Store) DeleteNode(name string) {
-	if _, ok := s.nodes[name]; ok {
+	if info, ok := s.nodes[name]; ok {
+		if !info.node.Used.IsZero() {
+			s.offNodes[name] = info.node.Used
+		}
 		delete(s.nodes, name)
 		s.nodesDirty = true
 	}
@@ -189,12 +198,21 @@ func (s *Store) account(p *podInfo, sign int64) {
 	if !p.holds() {
 		return
 	}
-	n := s.nodes[p.node]
-	if n == nil {
-		return
-	}
 	r := p.req
 	r[core.Pods] = 1
+	n := s.nodes[p.node]
+	if n == nil {
+		used := s.offNodes[p.node]
+		for d := range r {
+			used[d] += sign * r[d]
+		}
+		if used.IsZero() {
+			delete(s.offNodes, p.node)
+		} else {
+			s.offNodes[p.node] = used
+		}
+		return
+	}
 	for d := range r {
 		n.node.Used[d] += sign * r[d]
 	}
