@@ -230,7 +230,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		if v == nil {
 			continue
 		}
-		verd := verdictOf(v, st)
+		verd := verdictOf(v, st, start.Unix())
 		byReason[verd.reason]++
 		if old, ok := s.verdicts[st.Gang]; !ok || old != verd {
 			s.unschedulableEvent(v, verd)

@@ -24,10 +24,21 @@ type verdict struct {
 	message string
 }
 
-// verdictOf turns a core status into the adapter's words.
-func verdictOf(v *gangView, st core.GangStatus) verdict {
+// ReasonTimeout replaces the core's reason once a gang has waited longer
+// than its PodGroup's scheduleTimeoutSeconds.
+const ReasonTimeout = "Timeout"
+
+// verdictOf turns a core status into the adapter's words. now is the cycle's
+// time, in Unix seconds.
+func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
 	if v.missingPG {
 		return verdict{ReasonPodGroupNotFound, st.Message()}
+	}
+	if pg := v.podGroup; pg != nil && pg.Spec.ScheduleTimeoutSeconds != nil {
+		waited := now - pg.CreationTimestamp.Unix()
+		if limit := int64(*pg.Spec.ScheduleTimeoutSeconds); waited > limit {
+			return verdict{ReasonTimeout, fmt.Sprintf("waiting for more than scheduleTimeoutSeconds (%d s): %s", limit, st.Message())}
+		}
 	}
 	return verdict{string(st.Reason), st.Message()}
 }

@@ -214,3 +214,17 @@ func TestPodGroupStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestVerdictTimeout(t *testing.T) {
+	pg := testPodGroup("job", 3) // created at 50
+	limit := int32(60)
+	pg.Spec.ScheduleTimeoutSeconds = &limit
+	v := &gangView{podGroup: pg}
+	st := core.GangStatus{Reason: core.ReasonQueueClosed}
+	if got := verdictOf(v, st, 100); got.reason != string(core.ReasonQueueClosed) {
+		t.Errorf("before the timeout: reason %s", got.reason)
+	}
+	if got := verdictOf(v, st, 111); got.reason != ReasonTimeout || !strings.Contains(got.message, "scheduleTimeoutSeconds (60 s)") {
+		t.Errorf("after the timeout: %+v", got)
+	}
+}
