@@ -40,7 +40,13 @@ func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
 			return verdict{ReasonTimeout, fmt.Sprintf("waiting for more than scheduleTimeoutSeconds (%d s): %s", limit, st.Message())}
 		}
 	}
-	return verdict{string(st.Reason), st.Message()}
+	msg := st.Message()
+	if v.bound > 0 && v.bound < v.minMember {
+		// After a failed bind or a lost member: say that the members already
+		// bound hold their nodes while the rest waits.
+		msg = fmt.Sprintf("%d/%d members hold nodes while the rest waits; %s", v.bound, v.minMember, msg)
+	}
+	return verdict{string(st.Reason), msg}
 }
 
 // podGroupStatus computes the status a PodGroup should have. It is a pure

@@ -228,3 +228,11 @@ func TestVerdictTimeout(t *testing.T) {
 		t.Errorf("after the timeout: %+v", got)
 	}
 }
+
+func TestVerdictSaysPartialGangsHoldNodes(t *testing.T) {
+	v := &gangView{minMember: 4, bound: 1}
+	got := verdictOf(v, core.GangStatus{Reason: core.ReasonQueueClosed}, 0)
+	if !strings.HasPrefix(got.message, "1/4 members hold nodes while the rest waits") {
+		t.Errorf("message %q does not say the gang is partly bound", got.message)
+	}
+}
