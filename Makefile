@@ -13,7 +13,7 @@ build:
 # The README's test command: formatting, vet, every unit, golden and
 # simulator test, and the race detector over the packages that run
 # goroutines.
-test: fmt-check vet verify-generate unit race
+test: fmt-check vet verify-generate unit race e2e
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -26,7 +26,13 @@ unit:
 	$(GO) test -count=1 $(PKGS)
 
 race:
-	$(GO) test -count=1 -race ./core/... ./sim/... ./cmd/...
+	$(GO) test -count=1 -short -race ./core/... ./sim/... ./scheduler/... ./cmd/...
+
+# End-to-end tests of the Kubernetes adapter against a dedicated local
+# control plane (etcd, kube-apiserver, KWOK); see hack/test-e2e.sh.
+.PHONY: e2e
+e2e:
+	hack/test-e2e.sh
 
 # Benchmarks print figures; they assert nothing about time.
 bench:

@@ -64,10 +64,10 @@ func podGroupStatus(old v1alpha1.PodGroupStatus, v *gangView, last *verdict, adm
 	switch {
 	case members > 0 && v.nRunning+v.nSucceeded >= min && v.nRunning == 0 && v.nPending == 0:
 		st.Phase = v1alpha1.PodGroupSucceeded
-	case v.nRunning+v.nSucceeded >= min && v.nRunning > 0:
-		st.Phase = v1alpha1.PodGroupRunning
 	case members > 0 && v.nPending == 0 && v.nRunning == 0:
 		st.Phase = v1alpha1.PodGroupFailed
+	case int32(v.bound) >= min:
+		st.Phase = v1alpha1.PodGroupRunning // bound whole; members may still be starting
 	case v.nRunning > 0:
 		st.Phase = v1alpha1.PodGroupUnknown
 	case admitted:
@@ -106,8 +106,12 @@ func statusChanged(current, desired any) bool { return !equality.Semantic.DeepEq
 // podScheduledCondition is the PodScheduled=False condition of a waiting
 // member, or false when the pod already carries it unchanged.
 func podScheduledCondition(pod *corev1.Pod, last verdict, now metav1.Time) (corev1.PodCondition, bool) {
+	msg := last.message
+	if last.reason != corev1.PodReasonUnschedulable {
+		msg = last.reason + ": " + msg // the pod's reason is always Unschedulable
+	}
 	want := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
-		Reason: corev1.PodReasonUnschedulable, Message: last.reason + ": " + last.message, LastTransitionTime: now}
+		Reason: corev1.PodReasonUnschedulable, Message: msg, LastTransitionTime: now}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
 			return corev1.PodCondition{}, false

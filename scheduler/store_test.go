@@ -236,3 +236,28 @@ func TestVerdictSaysPartialGangsHoldNodes(t *testing.T) {
 		t.Errorf("message %q does not say the gang is partly bound", got.message)
 	}
 }
+
+// A pod may reach the store before its node (informers race at start, and a
+// node may be deleted and added again): its usage must count once the node
+// appears, and go with the node when it leaves.
+func TestPodBeforeNode(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetPod(testPod("early").GPUs(1).On("n1", corev1.PodRunning).Obj())
+	s.SetNode(testNode("n1", 1))
+	snap, _ := s.Snapshot()
+	gpu := snap.Resources.Index("nvidia.com/gpu")
+	if got := snap.Nodes[0].Used[gpu]; got != 1 {
+		t.Fatalf("n1 uses %d GPUs after its pod arrived first, want 1", got)
+	}
+	s.DeleteNode("n1")
+	s.SetNode(testNode("n1", 1))
+	snap, _ = s.Snapshot()
+	if got := snap.Nodes[0].Used[gpu]; got != 1 {
+		t.Errorf("n1 uses %d GPUs after it left and came back, want 1", got)
+	}
+	s.DeletePod("uid-early")
+	snap, _ = s.Snapshot()
+	if got := snap.Nodes[0].Used[gpu]; got != 0 {
+		t.Errorf("n1 uses %d GPUs after its pod was deleted, want 0", got)
+	}
+}

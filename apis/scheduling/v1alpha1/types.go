@@ -16,13 +16,14 @@ const (
 	// PodGroupInqueue: the gang's minResources fit its queue; job operators
 	// create the pods once they see this.
 	PodGroupInqueue PodGroupPhase = "Inqueue"
-	// PodGroupRunning: at least minMember members are running.
+	// PodGroupRunning: at least minMember members are bound (and running or
+	// starting).
 	PodGroupRunning PodGroupPhase = "Running"
 	// PodGroupSucceeded: the members finished and at least minMember succeeded.
 	PodGroupSucceeded PodGroupPhase = "Succeeded"
 	// PodGroupFailed: the members finished and fewer than minMember succeeded.
 	PodGroupFailed PodGroupPhase = "Failed"
-	// PodGroupUnknown: some members run but fewer than minMember.
+	// PodGroupUnknown: some members run but fewer than minMember are bound.
 	PodGroupUnknown PodGroupPhase = "Unknown"
 )
 
