@@ -56,7 +56,7 @@ func (b *podBuilder) On(node string, phase corev1.PodPhase) *podBuilder {
 	return b
 }
 func (b *podBuilder) Scheduler(n string) *podBuilder { b.p.Spec.SchedulerName = n; return b }
-func (b *podBuilder) Obj() *corev1.Pod            { return b.p }
+func (b *podBuilder) Obj() *corev1.Pod               { return b.p }
 
 func testPodGroup(name string, min int32) *v1alpha1.PodGroup {
 	return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Generation: 1, CreationTimestamp: metav1.Unix(50, 0)},
