@@ -25,8 +25,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 )
@@ -182,20 +180,6 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		return sched.Run(ctx)
 	}
 	host, _ := os.Hostname()
-	id := host + "_" + string(uuid.NewUUID())
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, f.leaseNamespace, f.leaseName,
-		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
-	if err != nil {
-		return err
-	}
-	var runErr error
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true, Name: f.leaseName,
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { runErr = sched.Run(ctx) },
-			OnStoppedLeading: func() { logger.Info("Leadership lost or released; stopping", "identity", id) },
-		},
-	})
-	return runErr
+	return sched.RunLeading(ctx, scheduler.LeaderElection{Namespace: f.leaseNamespace, Name: f.leaseName,
+		Identity: host + "_" + string(uuid.NewUUID())})
 }

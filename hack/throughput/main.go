@@ -266,19 +266,28 @@ func vmHWM(pid int) int64 {
 	return 0
 }
 
+// deletePods deletes every pod of ns, one request per pod in parallel (a
+// DeleteCollection of 10,000 pods can outlast etcd's request timeout), and
+// waits until they are gone.
 func deletePods(ctx context.Context, kube kubernetes.Interface, ns string) error {
 	zero := int64(0)
-	err := kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
 	for i := 0; i < 600; i++ {
-		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 1})
+		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		if len(list.Items) == 0 {
 			return nil
+		}
+		err = parallel(len(list.Items), 32, func(k int) error {
+			err := kube.CoreV1().Pods(ns).Delete(ctx, list.Items[k].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "deleting pods of %s: %v; retrying\n", ns, err)
 		}
 		time.Sleep(time.Second)
 	}

@@ -276,10 +276,17 @@ func (e *env) cleanup() {
 // also runs at the end of the test.
 func startScheduler(t *testing.T, names ...string) (stop func()) {
 	t.Helper()
+	return startSchedulerWith(t, restConfig, nil, names...)
+}
+
+// startSchedulerWith is startScheduler with the given client configuration
+// (e.g. a ServiceAccount's token) and, when le is not nil, leader election.
+func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, names ...string) (stop func()) {
+	t.Helper()
 	if len(names) == 0 {
 		names = []string{defaultSchedulerNm}
 	}
-	cfg := rest.CopyConfig(restConfig)
+	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = "phalanx-scheduler-e2e"
 	kc, err := kubernetes.NewForConfig(cfg)
@@ -312,6 +319,10 @@ func startScheduler(t *testing.T, names ...string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if le != nil {
+			runErr = sched.RunLeading(ctx, *le)
+			return
+		}
 		runErr = sched.Run(ctx)
 	}()
 	var once sync.Once
