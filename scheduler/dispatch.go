@@ -52,8 +52,10 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
 	}()
 }
 
-// async runs write off the loop, bounded by the status semaphore.
-func (s *Scheduler) async(ctx context.Context, kind string, write func() error) {
+// async runs write off the loop, bounded by the status semaphore. When the
+// write fails, forget runs on the loop, so that the next cycle writes again
+// (a conflict on a stale resourceVersion is the common case).
+func (s *Scheduler) async(ctx context.Context, kind string, write func() error, forget func()) {
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Done()
@@ -72,6 +74,9 @@ func (s *Scheduler) async(ctx context.Context, kind string, write func() error) 
 		default:
 			result = "error"
 			klog.FromContext(ctx).Error(err, "Status write failed", "kind", kind)
+		}
+		if err != nil {
+			s.send(ctx, forget)
 		}
 		s.metrics.StatusWrites.WithLabelValues(kind, result).Inc()
 	}()
@@ -138,7 +143,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		s.async(ctx, "PodGroup", func() error {
 			_, err := s.client.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, pg, metav1.UpdateOptions{})
 			return err
-		})
+		}, func() { delete(s.written.podGroups, key) })
 	}
 	for key := range s.written.podGroups {
 		if !seen[key] {
@@ -164,7 +169,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		s.async(ctx, "Queue", func() error {
 			_, err := s.client.SchedulingV1alpha1().Queues().UpdateStatus(ctx, qc, metav1.UpdateOptions{})
 			return err
-		})
+		}, func() { delete(s.written.queues, name) })
 	}
 }
 
@@ -197,11 +202,11 @@ func (s *Scheduler) markPods(ctx context.Context, v *gangView, verd verdict, now
 		if err != nil {
 			continue
 		}
-		ns, name := p.pod.Namespace, p.pod.Name
+		ns, name, uid := p.pod.Namespace, p.pod.Name, p.pod.UID
 		s.async(ctx, "Pod", func() error {
 			_, err := s.kube.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 			return err
-		})
+		}, func() { delete(s.written.pods, uid) })
 	}
 }
 
