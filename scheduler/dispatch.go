@@ -36,6 +36,9 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 		<-s.bindSem
+		if err != nil && ctx.Err() != nil {
+			return // shutting down; the next leader sees the pod unbound
+		}
 		if err != nil {
 			s.metrics.BindErrors.Inc()
 			klog.FromContext(ctx).Error(err, "Bind failed; the gang will be completed in a later cycle", "pod", klog.KObj(pod), "node", node)
@@ -69,6 +72,8 @@ func (s *Scheduler) async(ctx context.Context, kind string, write func() error, 
 		result := "ok"
 		switch {
 		case err == nil:
+		case ctx.Err() != nil:
+			result = "canceled" // shutting down
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			result = "stale" // the next cycle writes again from fresh state
 		default:
