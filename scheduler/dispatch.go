@@ -134,8 +134,8 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			last = &verd
 			s.markPods(ctx, v, verd, now)
 		}
-		if v.podGroup == nil {
-			continue
+		if v.podGroup == nil || isForeign(v.podGroup) {
+			continue // another scheduler's PodGroup: its status is not ours to write
 		}
 		seen[key] = true
 		desired := podGroupStatus(v.podGroup.Status, v, last, s.admitted(v, queues[v.queue]), now)
@@ -221,7 +221,7 @@ func (s *Scheduler) unschedulableEvent(v *gangView, verd verdict) {
 		return
 	}
 	msg := fmt.Sprintf("gang %s waits: %s", v.info.name, verd.message)
-	if v.podGroup != nil {
+	if v.podGroup != nil && !isForeign(v.podGroup) {
 		s.recorder.Event(v.podGroup, corev1.EventTypeWarning, verd.reason, msg)
 	}
 	for _, p := range v.pending {
@@ -230,7 +230,7 @@ func (s *Scheduler) unschedulableEvent(v *gangView, verd verdict) {
 }
 
 func (s *Scheduler) scheduledEvent(v *gangView) {
-	if s.recorder == nil || v.podGroup == nil {
+	if s.recorder == nil || v.podGroup == nil || isForeign(v.podGroup) {
 		return
 	}
 	s.recorder.Eventf(v.podGroup, corev1.EventTypeNormal, ReasonScheduled, "gang %s reached minMember %d", v.info.name, v.minMember)

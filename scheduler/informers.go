@@ -8,8 +8,12 @@ import (
 	"github.com/phalanx-sched/phalanx/client/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // startInformers starts the informers whose events feed the store and
@@ -98,8 +102,20 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 			return nil, err
 		}
 	}
+	var df dynamicinformer.DynamicSharedInformerFactory
+	if s.opts.Dynamic != nil {
+		df = dynamicinformer.NewDynamicSharedInformerFactory(s.opts.Dynamic, 0)
+		for _, gvr := range s.servedForeignPodGroups(ctx) {
+			if err := on(df.ForResource(gvr).Informer(), s.setForeign(gvr.Group), s.deleteForeign(gvr.Group)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	kf.Start(ctx.Done())
 	pf.Start(ctx.Done())
+	if df != nil {
+		df.Start(ctx.Done())
+	}
 	synced := map[string]bool{}
 	// Handlers queue closures while caches fill; drain them as they come so
 	// the inbox never blocks the informers.
@@ -110,6 +126,11 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 		}
 		for t, ok := range pf.WaitForCacheSync(ctx.Done()) {
 			synced[t.String()] = ok
+		}
+		if df != nil {
+			for gvr, ok := range df.WaitForCacheSync(ctx.Done()) {
+				synced[gvr.String()] = ok
+			}
 		}
 		close(done)
 	}()
@@ -122,6 +143,51 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 			return synced, nil
 		case <-time.After(time.Minute):
 			// keep waiting; WaitForCacheSync returns when ctx ends
+		}
+	}
+}
+
+// servedForeignPodGroups returns the PodGroup APIs of other schedulers that
+// the API server serves now. An API installed later is read after a restart.
+func (s *Scheduler) servedForeignPodGroups(ctx context.Context) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, gvr := range ForeignPodGroups {
+		list, err := s.kube.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if r.Name == gvr.Resource {
+				klog.FromContext(ctx).Info("Reading PodGroups of another scheduler's API", "apiVersion", gvr.GroupVersion().String())
+				out = append(out, gvr)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Scheduler) setForeign(group string) func(obj any) {
+	return func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		key := u.GetNamespace() + "/" + u.GetName()
+		pg, err := fromForeign(u)
+		if err != nil {
+			s.store.DeleteForeignPodGroup(group, u.GetNamespace(), u.GetName())
+			s.store.SetUnreadablePodGroup(key, err.Error())
+			return
+		}
+		s.store.SetUnreadablePodGroup(key, "")
+		s.store.SetForeignPodGroup(group, pg)
+	}
+}
+
+func (s *Scheduler) deleteForeign(group string) func(obj any) {
+	return func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			s.store.DeleteForeignPodGroup(group, u.GetNamespace(), u.GetName())
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/phalanx-sched/phalanx/core"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -43,6 +44,9 @@ type Options struct {
 	GPU string
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
+	// Dynamic, if set, lets the scheduler read the PodGroups of other
+	// schedulers' APIs (ForeignPodGroups) that the cluster serves.
+	Dynamic dynamic.Interface
 }
 
 func (o *Options) defaults() {

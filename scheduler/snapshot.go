@@ -86,10 +86,13 @@ func (s *Store) view(g *gangInfo) *gangView {
 	}
 	switch g.membership.Kind {
 	case ByPodGroup:
-		pg := s.podGroups[g.namespace+"/"+g.name]
+		pg := s.podGroup(g.namespace + "/" + g.name)
 		if pg == nil {
 			v.missingPG = true
 			v.invalid = fmt.Sprintf("PodGroup %s/%s does not exist; its pods wait until it is created", g.namespace, g.name)
+			if why := s.unreadable[g.namespace+"/"+g.name]; why != "" {
+				v.invalid = "PodGroup cannot be read: " + why
+			}
 			return v
 		}
 		v.podGroup = pg

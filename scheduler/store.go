@@ -29,10 +29,16 @@ type Store struct {
 	// offNodes holds what pods bound to nodes the store does not know
 	// hold: at start the pod informer may deliver pods before their nodes,
 	// and a node may be deleted and come back while its pods stay bound.
-	offNodes   map[string]core.Vector
-	pods       map[types.UID]*podInfo
-	gangs      map[string]*gangInfo
-	podGroups  map[string]*v1alpha1.PodGroup // namespace/name
+	offNodes  map[string]core.Vector
+	pods      map[types.UID]*podInfo
+	gangs     map[string]*gangInfo
+	podGroups map[string]*v1alpha1.PodGroup // namespace/name
+	// foreign holds PodGroups read from other schedulers' APIs (see
+	// foreign.go), keyed by API group then namespace/name; ours win.
+	foreign map[string]map[string]*v1alpha1.PodGroup
+	// unreadable says why a foreign PodGroup could not be read, by
+	// namespace/name, so that its gang reports it.
+	unreadable map[string]string
 	queues     map[string]*v1alpha1.Queue
 	priorities map[string]int32
 }
@@ -78,6 +84,8 @@ func NewStore(schedulerNames []string) *Store {
 		pods:        map[types.UID]*podInfo{},
 		gangs:       map[string]*gangInfo{},
 		podGroups:   map[string]*v1alpha1.PodGroup{},
+		foreign:     map[string]map[string]*v1alpha1.PodGroup{},
+		unreadable:  map[string]string{},
 		queues:      map[string]*v1alpha1.Queue{},
 		priorities:  map[string]int32{},
 	}
@@ -245,6 +253,45 @@ func (s *Store) SetPodGroup(pg *v1alpha1.PodGroup) { s.podGroups[pg.Namespace+"/
 
 // DeletePodGroup removes a PodGroup; its pods wait until it comes back.
 func (s *Store) DeletePodGroup(namespace, name string) { delete(s.podGroups, namespace+"/"+name) }
+
+// SetForeignPodGroup adds or replaces a PodGroup read from the API group of
+// another scheduler.
+func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup) {
+	if s.foreign[group] == nil {
+		s.foreign[group] = map[string]*v1alpha1.PodGroup{}
+	}
+	s.foreign[group][pg.Namespace+"/"+pg.Name] = pg
+}
+
+// SetUnreadablePodGroup records that the PodGroup namespace/name of another
+// scheduler's API could not be read, and why; an empty why clears it.
+func (s *Store) SetUnreadablePodGroup(key, why string) {
+	if why == "" {
+		delete(s.unreadable, key)
+		return
+	}
+	s.unreadable[key] = why
+}
+
+// DeleteForeignPodGroup removes a PodGroup of another scheduler's API.
+func (s *Store) DeleteForeignPodGroup(group, namespace, name string) {
+	delete(s.foreign[group], namespace+"/"+name)
+	delete(s.unreadable, namespace+"/"+name)
+}
+
+// podGroup returns the PodGroup namespace/name: ours if it exists, else one
+// of another scheduler's, in the order of ForeignPodGroups.
+func (s *Store) podGroup(key string) *v1alpha1.PodGroup {
+	if pg := s.podGroups[key]; pg != nil {
+		return pg
+	}
+	for _, gvr := range ForeignPodGroups {
+		if pg := s.foreign[gvr.Group][key]; pg != nil {
+			return pg
+		}
+	}
+	return nil
+}
 
 // SetQueue adds or replaces a Queue.
 func (s *Store) SetQueue(q *v1alpha1.Queue) { s.queues[q.Name] = q }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -259,5 +260,48 @@ func TestPodBeforeNode(t *testing.T) {
 	snap, _ = s.Snapshot()
 	if got := snap.Nodes[0].Used[gpu]; got != 0 {
 		t.Errorf("n1 uses %d GPUs after its pod was deleted, want 0", got)
+	}
+}
+
+func TestForeignPodGroups(t *testing.T) {
+	kubeBatch := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.incubator.k8s.io/v1alpha1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "tfjob", "namespace": "ns"},
+		"spec":     map[string]any{"minMember": int64(3), "queue": "research", "minResources": map[string]any{"nvidia.com/gpu": "2"}},
+	}}
+	pg, err := fromForeign(kubeBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pg.Spec.MinMember != 3 || pg.Spec.Queue != "research" || !isForeign(pg) || pg.Spec.MinResources.Name("nvidia.com/gpu", resource.DecimalSI).Value() != 2 {
+		t.Errorf("converted PodGroup = %+v", pg)
+	}
+	bad := kubeBatch.DeepCopy()
+	bad.Object["spec"] = map[string]any{"minMember": "three"}
+	if _, err := fromForeign(bad); err == nil || !strings.Contains(err.Error(), "ns/tfjob") {
+		t.Errorf("unreadable spec: err = %v, want one naming ns/tfjob", err)
+	}
+
+	// A gang finds a foreign PodGroup by name; ours wins over it.
+	s := NewStore([]string{"phalanx"})
+	s.SetPod(testPod("w-0").Group("tfjob").Obj())
+	s.SetForeignPodGroup("scheduling.incubator.k8s.io", pg)
+	snap, views := s.Snapshot()
+	if g := gangByID(snap, "ns/tfjob"); g == nil || g.MinMember != 3 || g.Queue != "research" || g.Invalid != "" {
+		t.Errorf("gang from a kube-batch PodGroup = %+v", g)
+	}
+	if !isForeign(views["ns/tfjob"].podGroup) {
+		t.Errorf("the view does not know the PodGroup is foreign")
+	}
+	s.SetPodGroup(testPodGroup("tfjob", 1))
+	snap, _ = s.Snapshot()
+	if g := gangByID(snap, "ns/tfjob"); g == nil || g.MinMember != 1 {
+		t.Errorf("our own PodGroup should win: %+v", g)
+	}
+	s.SetUnreadablePodGroup("ns/other", "spec.minMember: cannot read")
+	s.SetPod(testPod("o-0").Group("other").Obj())
+	snap, _ = s.Snapshot()
+	if g := gangByID(snap, "ns/other"); g == nil || !strings.Contains(g.Invalid, "cannot be read") {
+		t.Errorf("unreadable foreign PodGroup: %+v", g)
 	}
 }

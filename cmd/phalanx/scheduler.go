@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -134,6 +135,10 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -148,7 +153,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 
 	metrics := scheduler.NewMetrics()
 	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
-		BindWorkers: f.bindWorkers, GPU: f.gpu}, kube, client, metrics, recorder)
+		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,7 @@ type jobBuilder struct {
 	workerCPU     string
 	workerGPUs    int64
 	labelsOnly    bool
+	kubeBatch     bool   // the PodGroup is kube-batch's (scheduling.incubator.k8s.io)
 	minMember     int32  // 0: every replica
 	minAvailable  string // labels-only: the raw label value; "": minMember
 	image         string
@@ -119,6 +120,10 @@ func (b *jobBuilder) RunFor(d string) *jobBuilder         { b.runFor = d; return
 func (b *jobBuilder) SchedulerName(n string) *jobBuilder  { b.schedulerName = n; return b }
 func (b *jobBuilder) MinMember(n int32) *jobBuilder       { b.minMember = n; return b }
 func (b *jobBuilder) MinAvailable(raw string) *jobBuilder { b.minAvailable = raw; return b }
+
+// KubeBatch makes the job's PodGroup one of kube-batch's API
+// (scheduling.incubator.k8s.io), as tf-operator creates it.
+func (b *jobBuilder) KubeBatch() *jobBuilder { b.kubeBatch = true; return b }
 
 func (b *jobBuilder) size() int { return b.ps + b.workers }
 

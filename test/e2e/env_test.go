@@ -18,8 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -158,7 +160,16 @@ func (e *env) create(b *jobBuilder) *job {
 
 // tryCreate is create for goroutines other than the test's.
 func (e *env) tryCreate(ctx context.Context, b *jobBuilder) (*job, error) {
-	if pg := b.PodGroup(); pg != nil {
+	if pg := b.PodGroup(); pg != nil && b.kubeBatch {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.incubator.k8s.io/v1alpha1", "kind": "PodGroup",
+			"metadata": map[string]any{"name": pg.Name, "namespace": e.ns},
+			"spec":     map[string]any{"minMember": int64(pg.Spec.MinMember)},
+		}}
+		if _, err := dyn.Resource(kubeBatchPodGroups).Namespace(e.ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("create kube-batch PodGroup %s: %w", pg.Name, err)
+		}
+	} else if pg != nil {
 		pg.Namespace = e.ns
 		if _, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("create PodGroup %s: %w", pg.Name, err)
@@ -309,7 +320,11 @@ func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderEle
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: names[0]})
-	sched, err := scheduler.New(scheduler.Options{SchedulerNames: names}, kc, pc, scheduler.NewMetrics(), recorder)
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Options{SchedulerNames: names, Dynamic: dc}, kc, pc, scheduler.NewMetrics(), recorder)
 	if err != nil {
 		cancel()
 		broadcaster.Shutdown()
