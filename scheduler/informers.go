@@ -8,6 +8,7 @@ import (
 	"github.com/phalanx-sched/phalanx/client/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -157,10 +158,18 @@ func (s *Scheduler) servedForeignPodGroups(ctx context.Context) []schema.GroupVe
 			continue
 		}
 		for _, r := range list.APIResources {
-			if r.Name == gvr.Resource {
-				klog.FromContext(ctx).Info("Reading PodGroups of another scheduler's API", "apiVersion", gvr.GroupVersion().String())
-				out = append(out, gvr)
+			if r.Name != gvr.Resource {
+				continue
 			}
+			// An informer that may not list never syncs; check first, so
+			// that a missing permission costs only this API.
+			if _, err := s.opts.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+				klog.FromContext(ctx).Error(err, "Cannot read PodGroups of another scheduler's API; gangs that use them wait",
+					"apiVersion", gvr.GroupVersion().String())
+				continue
+			}
+			klog.FromContext(ctx).Info("Reading PodGroups of another scheduler's API", "apiVersion", gvr.GroupVersion().String())
+			out = append(out, gvr)
 		}
 	}
 	return out
