@@ -28,7 +28,7 @@ unit:
 race:
 	$(GO) test -count=1 -short -race ./core/... ./sim/... ./scheduler/... ./cmd/...
 
-# End-to-end tests of the Kubernetes adapter against a dedicated local
+# End-to-end tests of the Kubernetes adapter, under the race detector, against a dedicated local
 # control plane (etcd, kube-apiserver, KWOK); see hack/test-e2e.sh.
 .PHONY: e2e
 e2e:

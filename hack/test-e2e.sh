@@ -35,7 +35,7 @@ export KUBECONFIG
 echo "test-e2e: cluster up, KUBECONFIG=$KUBECONFIG" >&2
 
 status=0
-"$GO" test -tags e2e -count=1 -v -timeout 20m ./test/e2e "$@" || status=$?
+"$GO" test -race -tags e2e -count=1 -v -timeout 20m ./test/e2e "$@" || status=$?
 if ((status != 0)); then
   echo "test-e2e: FAILED (exit $status); control-plane logs in $PHALANX_CLUSTER_DIR/logs" >&2
 fi

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/leaderelection"
@@ -33,14 +34,29 @@ func (s *Scheduler) RunLeading(ctx context.Context, le LeaderElection) error {
 		return fmt.Errorf("scheduler: leader election: %w", err)
 	}
 	logger := klog.FromContext(ctx)
-	var runErr error
+	// client-go runs OnStartedLeading in a goroutine of its own and does not
+	// wait for it; finished lets RunLeading wait until Run has returned, so
+	// that no bind is still in flight when it returns.
+	var (
+		mu       sync.Mutex
+		finished chan struct{}
+		runErr   error
+	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, ReleaseOnCancel: true, Name: le.Name,
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Leading", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
-				runErr = s.Run(ctx)
+				done := make(chan struct{})
+				mu.Lock()
+				finished = done
+				mu.Unlock()
+				err := s.Run(ctx)
+				mu.Lock()
+				runErr = err
+				mu.Unlock()
+				close(done)
 			},
 			OnStoppedLeading: func() {
 				logger.Info("Not leading any more", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
@@ -51,5 +67,13 @@ func (s *Scheduler) RunLeading(ctx context.Context, le LeaderElection) error {
 		return fmt.Errorf("scheduler: leader election: %w", err)
 	}
 	elector.Run(ctx)
+	mu.Lock()
+	done := finished
+	mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	return runErr
 }
