@@ -287,12 +287,15 @@ func (e *env) cleanup() {
 // also runs at the end of the test.
 func startScheduler(t *testing.T, names ...string) (stop func()) {
 	t.Helper()
-	return startSchedulerWith(t, restConfig, nil, names...)
+	stop, _ = startSchedulerWith(t, restConfig, nil, true, names...)
+	return stop
 }
 
 // startSchedulerWith is startScheduler with the given client configuration
 // (e.g. a ServiceAccount's token) and, when le is not nil, leader election.
-func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, names ...string) (stop func()) {
+// With waitReady false it returns at once (a standby replica never becomes
+// Ready); ready reports whether it schedules.
+func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, waitReady bool, names ...string) (stop func(), ready func() bool) {
 	t.Helper()
 	if len(names) == 0 {
 		names = []string{defaultSchedulerNm}
@@ -352,6 +355,9 @@ func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderEle
 		})
 	}
 	t.Cleanup(stop)
+	if !waitReady {
+		return stop, sched.Ready
+	}
 	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		select {
 		case <-done:
@@ -364,5 +370,5 @@ func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderEle
 		t.Fatalf("scheduler %v not ready: %v", names, err)
 	}
 	t.Logf("scheduler serving %v is ready", names)
-	return stop
+	return stop, sched.Ready
 }

@@ -49,7 +49,7 @@ func TestLeastPrivilege(t *testing.T) {
 	cfg := rest.AnonymousClientConfig(restConfig)
 	cfg.BearerToken = tok.Status.Token
 	startSchedulerWith(t, cfg, &scheduler.LeaderElection{Namespace: "phalanx-system", Name: "phalanx-scheduler-e2e",
-		Identity: "e2e", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second})
+		Identity: "e2e", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, true)
 
 	fits := e.create(gang("fits").Members(2).GPUs(2))
 	waits := e.create(gang("waits").Members(1).GPUs(4))
