@@ -7,6 +7,7 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // AnnotationQueue names the queue of a pod that has no PodGroup (an ACK
@@ -74,10 +75,12 @@ func (s *Store) view(g *gangInfo) *gangView {
 		}
 	}
 	sort.Slice(v.pending, func(i, j int) bool { return v.pending[i].pod.Name < v.pending[j].pod.Name })
-	if first == nil {
+	if first == nil && g.membership.Kind != ByPodGroup {
 		return v
 	}
-	v.arrival = first.pod.CreationTimestamp.Unix()
+	if first != nil {
+		v.arrival = first.pod.CreationTimestamp.Unix()
+	}
 	for _, p := range g.members {
 		v.arrival = min(v.arrival, p.pod.CreationTimestamp.Unix())
 		if p.pod.Spec.Priority != nil {
@@ -173,6 +176,15 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: p.cons}
 		}
 		snap.Gangs = append(snap.Gangs, cg)
+	}
+	// PodGroups whose pods do not exist yet still get a status: operators
+	// such as Volcano's wait for phase Inqueue before they create pods.
+	for key, pg := range s.podGroups {
+		if views[key] == nil {
+			g := &gangInfo{key: key, namespace: pg.Namespace, name: pg.Name,
+				membership: Membership{Kind: ByPodGroup, Name: pg.Name}, members: map[types.UID]*podInfo{}}
+			views[key] = s.view(g)
+		}
 	}
 	sort.Slice(snap.Gangs, func(i, j int) bool {
 		a, b := snap.Gangs[i], snap.Gangs[j]

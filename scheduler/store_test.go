@@ -305,3 +305,24 @@ func TestForeignPodGroups(t *testing.T) {
 		t.Errorf("unreadable foreign PodGroup: %+v", g)
 	}
 }
+
+// A PodGroup whose pods do not exist yet has a view, so that its status
+// (phase Inqueue) is written: some operators create pods only after that.
+func TestPodGroupWithoutPods(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	pg := testPodGroup("early", 4)
+	pg.Spec.Queue = "research"
+	s.SetPodGroup(pg)
+	snap, views := s.Snapshot()
+	v := views["ns/early"]
+	if v == nil || v.podGroup != pg || v.minMember != 4 || v.queue != "research" {
+		t.Fatalf("view of a PodGroup without pods = %+v", v)
+	}
+	if gangByID(snap, "ns/early") != nil {
+		t.Errorf("a gang without pods was handed to the core")
+	}
+	st := podGroupStatus(pg.Status, v, nil, true, metav1.NewTime(time.Unix(100, 0)))
+	if st.Phase != v1alpha1.PodGroupInqueue {
+		t.Errorf("phase %s, want Inqueue", st.Phase)
+	}
+}
