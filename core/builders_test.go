@@ -74,6 +74,10 @@ func (b *gangBuilder) Queue(q string) *gangBuilder     { b.g.Queue = q; return b
 func (b *gangBuilder) Priority(p int32) *gangBuilder   { b.g.Priority = p; return b }
 func (b *gangBuilder) Arrival(t int64) *gangBuilder    { b.g.Arrival = t; return b }
 func (b *gangBuilder) Invalid(why string) *gangBuilder { b.g.Invalid = why; return b }
+func (b *gangBuilder) Required(level string) *gangBuilder {
+	b.g.RequiredLevel = level
+	return b
+}
 func (b *gangBuilder) Obj() *Gang {
 	g := b.g
 	if g.MinMember == 0 {

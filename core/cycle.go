@@ -3,6 +3,7 @@ package core
 import (
 	"container/heap"
 	"fmt"
+	"strings"
 )
 
 // One cycle, in plain words:
@@ -15,8 +16,9 @@ import (
 //     first that does not fit.
 //  3. Place each gang's minimum in one transaction (place.go): every member
 //     needed to reach MinMember gets a node, or the transaction is rolled back
-//     and nothing is held for the gang. A queue whose capability the gang
-//     would exceed gets nothing.
+//     and nothing is held for the gang. With a topology, the minimum tries
+//     the smallest domain first, one transaction per domain (topology.go). A
+//     queue whose capability the gang would exceed gets nothing.
 //  4. When every gang has had its turn, place the elastic members (beyond
 //     MinMember) of satisfied gangs one by one, in the same order, so that no
 //     gang's extras take room another gang's minimum needed.
@@ -56,6 +58,7 @@ type cycle struct {
 	plan      Plan
 	diag      Diagnostics
 	scratch   txn
+	candBuf   []int32
 }
 
 type elastic struct {
@@ -91,7 +94,7 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 // admit files g under its queue, or reports why it cannot be considered at
 // all. It returns the queue state, or nil when g was reported.
 func (c *cycle) admit(g *Gang) *queueState {
-	if st, bad := validate(g); bad {
+	if st, bad := validate(g, c.cfg.Topology); bad {
 		c.diag.Pending = append(c.diag.Pending, st)
 		return nil
 	}
@@ -103,11 +106,19 @@ func (c *cycle) admit(g *Gang) *queueState {
 	return qs
 }
 
-func validate(g *Gang) (GangStatus, bool) {
+func validate(g *Gang, levels []string) (GangStatus, bool) {
 	need := g.MinMember - g.Bound
 	switch {
 	case g.Invalid != "":
 		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: g.Invalid}, true
+	case g.RequiredLevel != "" && levelOf(levels, g.RequiredLevel) < 0:
+		if len(levels) == 0 {
+			return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: fmt.Sprintf(
+				"the gang requires one %s, but the scheduler has no topology levels", g.RequiredLevel)}, true
+		}
+		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: fmt.Sprintf(
+			"the gang requires one %s, which is not a topology level of the scheduler (%s)",
+			g.RequiredLevel, strings.Join(levels, ", "))}, true
 	case g.MinMember < 1:
 		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, text: fmt.Sprintf("minMember is %d; it must be at least 1", g.MinMember)}, true
 	case g.Bound+len(g.Pending) < g.MinMember:
@@ -235,7 +246,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 			qs.q.Name, want[d], name, qs.allocated[d], qs.q.Capability[d]))
 		return false
 	}
-	sig, uniform := signatureOf(g.Pending[:need])
+	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
@@ -244,7 +255,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		}
 	}
 	t := &c.scratch
-	if st, ok := c.placeAll(g, g.Pending[:need], t); !ok {
+	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok {
 		c.diag.Pending = append(c.diag.Pending, st)
 		if uniform {
 			c.failedGangs[sig] = st
@@ -270,7 +281,7 @@ func (c *cycle) placeElastic() {
 			if _, over := exceeds(e.qs.allocated.Add(r), e.qs.q.Capability); over || e.qs.q.Closed {
 				break
 			}
-			n, ok := c.findNode(m, r, nil, c.x.gpus(r))
+			n, ok := c.findNode(m, r, nil, c.x.gpus(r), nil)
 			if !ok {
 				continue
 			}
@@ -306,20 +317,23 @@ func sortQueuesByName(qs []*queueState) {
 	}
 }
 
-// gangSignature identifies gangs whose minimum is n interchangeable members.
+// gangSignature identifies gangs whose minimum is n interchangeable members
+// with the same topology requirement.
 type gangSignature struct {
-	shape shapeKey
-	n     int
+	shape    shapeKey
+	n        int
+	required string
 }
 
-// signatureOf returns the signature of members, and false when they are not
-// all alike (such gangs are not remembered).
-func signatureOf(members []Member) (gangSignature, bool) {
+// signatureOf returns the signature of members of a gang requiring one
+// domain of level required (or none), and false when they are not all alike
+// (such gangs are not remembered).
+func signatureOf(members []Member, required string) (gangSignature, bool) {
 	first := &members[0]
 	for i := 1; i < len(members); i++ {
 		if members[i].Request != first.Request || members[i].Constraints != first.Constraints {
 			return gangSignature{}, false
 		}
 	}
-	return gangSignature{shapeKey{podRequest(first), first.Constraints}, len(members)}, true
+	return gangSignature{shapeKey{podRequest(first), first.Constraints}, len(members), required}, true
 }

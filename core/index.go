@@ -17,6 +17,8 @@ type freeIndex struct {
 	pos     []int32 // node -> position in its bucket, or -1 if not filed
 	bucket  []int32 // node -> bucket, or -1
 	top     int     // highest non-empty bucket, or -1
+	// dom, once the cycle needs topology, has its domain totals kept in step.
+	dom *domains
 }
 
 func newFreeIndex(nodes []Node, gpu int) *freeIndex {
@@ -94,6 +96,9 @@ func (x *freeIndex) move(n int, f Vector) {
 		return // not schedulable: not counted
 	}
 	x.total = x.total.Sub(old).Add(f)
+	if x.dom != nil {
+		x.dom.move(n, old, f)
+	}
 	if x.bucketOf(f) != int(x.bucket[n]) {
 		x.unfile(n)
 		x.file(n)

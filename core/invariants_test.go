@@ -15,7 +15,11 @@ func randomSnapshot(seed uint64, nodes, pods, maxMembers int) *Snapshot {
 	r := rand.New(rand.NewPCG(seed, 7))
 	b := MakeSnapshot()
 	for i := 0; i < nodes; i++ {
-		n := MakeNode(fmt.Sprintf("n%05d", i)).GPUs(8).Label("rack", fmt.Sprintf("r%d", i%16))
+		n := MakeNode(fmt.Sprintf("n%05d", i)).GPUs(8).Label("rack", fmt.Sprintf("r%d", i%16)).
+			Label(zone, fmt.Sprintf("z%d", i/48))
+		if i%23 != 22 { // a few nodes outside every rack
+			n.Label(rack, fmt.Sprintf("r%d", i/8%6))
+		}
 		if used := r.IntN(9); used > 0 && r.IntN(2) == 0 {
 			n.Used(Vector{CPU: int64(used) * 4000, Memory: int64(used) << 33, Pods: int64(used), gpuDim: int64(used)})
 		}
@@ -52,14 +56,41 @@ func randomSnapshot(seed uint64, nodes, pods, maxMembers int) *Snapshot {
 	return b.Obj()
 }
 
+// randomTopology is the topology of randomSnapshot's nodes: zones of 48
+// nodes, racks of 8 within them, and a few nodes in no rack.
+var randomTopology = []string{zone, rack}
+
+// requireTopology makes about one gang in five of s require one zone or one
+// rack.
+func requireTopology(s *Snapshot, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	for _, g := range s.Gangs {
+		if r.IntN(5) == 0 {
+			g.RequiredLevel = randomTopology[r.IntN(len(randomTopology))]
+		}
+	}
+}
+
 // TestCycleInvariants checks, over random clusters, what every plan must
 // satisfy: no node over its allocatable, no queue over its capability, every
 // gang all-or-nothing up to MinMember, no member bound twice, pending gangs
-// bound nothing; and the same input gives the same plan.
+// bound nothing, a gang's minimum within one domain of its required level;
+// and the same input gives the same plan.
 func TestCycleInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
-		for _, o := range []Ordering{FairShare, StrictFIFO} {
+		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
+			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology}} {
+			o := cfg.Ordering
 			s := randomSnapshot(seed, 30+int(seed)*3, 150, 9)
+			if cfg.Topology != nil {
+				requireTopology(s, seed)
+				o += 2 // for the messages
+			}
+			sched, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(*testing.T, *Snapshot, Ordering) (Plan, Diagnostics) { return sched.RunCycle(s, 0) }
 			plan, diag := run(t, s, o)
 			checkPlan(t, fmt.Sprintf("seed %d ordering %d", seed, o), s, plan, diag)
 			plan2, diag2 := run(t, s, o)
@@ -136,6 +167,32 @@ func checkPlan(t *testing.T, name string, s *Snapshot, plan Plan, diag Diagnosti
 			t.Fatalf("%s: gang %s partially placed: %d bound + %d new < minMember %d", name, id, g.Bound, n, g.MinMember)
 		}
 	}
+	// A gang's first binds are its minimum; a required level holds them in
+	// one domain, whose nodes share the values of that level and the broader
+	// ones.
+	domain := map[string]string{}
+	minimum := map[string]int{}
+	for _, b := range plan.Binds {
+		g := gangs[b.Gang]
+		if minimum[b.Gang]++; g.RequiredLevel == "" || minimum[b.Gang] > g.MinMember-g.Bound {
+			continue
+		}
+		path := ""
+		for _, key := range randomTopology {
+			v, ok := nodes[b.Node].Labels[key]
+			if !ok {
+				t.Fatalf("%s: gang %s requires one %s but %s is on %s, which lacks label %s", name, b.Gang, g.RequiredLevel, b.Member, b.Node, key)
+			}
+			path += "/" + v
+			if key == g.RequiredLevel {
+				break
+			}
+		}
+		if d, ok := domain[b.Gang]; ok && d != path {
+			t.Fatalf("%s: gang %s requires one %s but spans %s and %s", name, b.Gang, g.RequiredLevel, d, path)
+		}
+		domain[b.Gang] = path
+	}
 	for _, st := range diag.Pending {
 		if bound[st.Gang] > 0 {
 			t.Fatalf("%s: gang %s is reported pending (%s) but got %d binds", name, st.Gang, st.Message(), bound[st.Gang])
@@ -149,6 +206,27 @@ func checkPlan(t *testing.T, name string, s *Snapshot, plan Plan, diag Diagnosti
 func BenchmarkCycle5000Nodes(b *testing.B) {
 	s := randomSnapshot(42, 5000, 20000, 16)
 	sched, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var plan Plan
+	var diag Diagnostics
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		plan, diag = sched.RunCycle(s, 0)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(plan.Binds)), "binds")
+	b.ReportMetric(float64(len(diag.Pending)), "pending-gangs")
+	b.ReportMetric(float64(len(s.Gangs)), "gangs")
+}
+
+// BenchmarkCycle5000NodesTopology is BenchmarkCycle5000Nodes with zones and
+// racks configured and one gang in five requiring one zone or one rack.
+func BenchmarkCycle5000NodesTopology(b *testing.B) {
+	s := randomSnapshot(42, 5000, 20000, 16)
+	requireTopology(s, 42)
+	sched, err := New(Config{Topology: randomTopology})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -139,6 +139,10 @@ type Gang struct {
 	// Invalid, when not empty, is why the gang's spec cannot be scheduled; the
 	// core reports it as is and places nothing.
 	Invalid string
+	// RequiredLevel, when not empty, is a label key of Config.Topology: the
+	// gang's minimum must lie within one domain of that level (topology.go)
+	// or the gang waits. A key that is not a level makes the gang invalid.
+	RequiredLevel string
 }
 
 // Snapshot is the state one cycle decides over. The core only reads it.

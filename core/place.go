@@ -53,10 +53,11 @@ func (t *txn) add(member, node int, r Vector) {
 	t.nodes = append(t.nodes, node)
 }
 
-// placeAll tries to place every one of members. On success the placements
-// stay applied to the index and are listed in t.placed; on failure they are
-// rolled back and the returned status says why.
-func (c *cycle) placeAll(g *Gang, members []Member, t *txn) (GangStatus, bool) {
+// placeAll tries to place every one of members, on the nodes of sc only
+// when sc is not nil. On success the placements stay applied to the index and
+// are listed in t.placed; on failure they are rolled back and the returned
+// status says why (in detail only for the whole cluster).
+func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStatus, bool) {
 	t.reset()
 	gpu := c.x.gpu
 	var remaining int64
@@ -81,10 +82,13 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn) (GangStatus, bool) {
 	for _, i := range t.order {
 		m := &members[i]
 		r := podRequest(m)
-		n, ok := c.findNode(m, r, t, remaining)
+		n, ok := c.findNode(m, r, t, remaining, sc)
 		if !ok {
 			if firstFail < 0 {
 				firstFail = i
+				if sc != nil {
+					break // the caller wants no details, only the roll back
+				}
 				report = c.unfit[shapeKey{r, m.Constraints}]
 				if report == nil {
 					report = c.report(r, m.Constraints)
@@ -108,12 +112,12 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn) (GangStatus, bool) {
 	for i := len(t.placed) - 1; i >= 0; i-- {
 		c.x.give(t.placed[i].node, t.placed[i].req)
 	}
-	if fit > 0 {
+	if fit > 0 && sc == nil {
 		// The member failed while the gang's own placements held resources;
 		// remember its shape only if it finds no node without them either.
 		m := &members[firstFail]
 		t.reset()
-		c.findNode(m, podRequest(m), nil, 0)
+		c.findNode(m, podRequest(m), nil, 0, nil)
 	}
 	return GangStatus{Gang: g.ID, Reason: ReasonUnschedulable, Fit: fit, Need: len(members),
 		Short: short, names: c.snap.Resources, report: report}, false
@@ -121,8 +125,9 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn) (GangStatus, bool) {
 
 // findNode returns the node for a member with request r, or false. t, if not
 // nil, is the gang's transaction: its nodes are preferred. remaining is what
-// the gang still needs of the accelerator, this member included.
-func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64) (int, bool) {
+// the gang still needs of the accelerator, this member included. sc, if not
+// nil, restricts the search to one domain's nodes.
+func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope) (int, bool) {
 	key := shapeKey{r, m.Constraints}
 	if _, bad := c.unfit[key]; bad {
 		return -1, false
@@ -137,6 +142,9 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64) (int, boo
 		}
 	}
 	g := x.gpus(r)
+	if sc != nil {
+		return c.findInDomain(x.dom.nodes[sc.level][sc.domain], fits, g, remaining)
+	}
 	if g <= int64(x.top) {
 		for b := max(g, remaining); b <= int64(x.top); b++ {
 			for _, n := range x.buckets[b] {
@@ -157,6 +165,39 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64) (int, boo
 		c.unfit[key] = c.report(r, m.Constraints)
 	}
 	return -1, false
+}
+
+// findInDomain returns the node of nodes the bucket search of findNode
+// would return if nodes were the whole cluster: the lowest bucket of at least
+// max(g, remaining), else the highest below it, the first in bucket order.
+func (c *cycle) findInDomain(nodes []int32, fits func(int) bool, g, remaining int64) (int, bool) {
+	x := c.x
+	from := max(g, remaining)
+	best := int32(-1)
+	var bestB, bestP int32
+	for _, n := range nodes {
+		b, p := x.bucket[n], x.pos[n]
+		if b < 0 || int64(b) < g || !fits(int(n)) {
+			continue
+		}
+		if best >= 0 {
+			up, bestUp := int64(b) >= from, int64(bestB) >= from
+			switch {
+			case up != bestUp:
+				if !up {
+					continue
+				}
+			case b != bestB:
+				if up == (b > bestB) {
+					continue
+				}
+			case p > bestP:
+				continue
+			}
+		}
+		best, bestB, bestP = n, b, p
+	}
+	return int(best), best >= 0
 }
 
 // nodeReport counts why the nodes of the cluster turn a member shape away,

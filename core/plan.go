@@ -56,6 +56,7 @@ type GangStatus struct {
 
 	names     ResourceNames
 	report    *nodeReport
+	domains   *outsideDomains
 	text      string
 	blockedBy string
 }
@@ -65,6 +66,9 @@ type GangStatus struct {
 func (s GangStatus) Message() string {
 	switch s.Reason {
 	case ReasonUnschedulable:
+		if s.domains != nil {
+			return s.domains.describe(s.names)
+		}
 	case ReasonBlocked:
 		return fmt.Sprintf("waiting behind gang %s, which does not fit (strict FIFO)", s.blockedBy)
 	default:

@@ -23,6 +23,11 @@ type Config struct {
 	GPU string
 	// Ordering of gangs across queues.
 	Ordering Ordering
+	// Topology lists node label keys from the broadest domain level to the
+	// narrowest, e.g. zone then rack; the node is the implicit narrowest
+	// level. Gangs prefer the smallest domain that holds their minimum
+	// (topology.go). Keys must be non-empty and distinct.
+	Topology []string
 }
 
 // DefaultGPU is the accelerator resource used when Config.GPU is empty.
@@ -45,5 +50,14 @@ func New(cfg Config) (*Scheduler, error) {
 	default:
 		return nil, fmt.Errorf("core: unknown ordering %d", cfg.Ordering)
 	}
+	for i, key := range cfg.Topology {
+		if key == "" {
+			return nil, fmt.Errorf("core: topology level %d is an empty label key", i)
+		}
+		if j := levelOf(cfg.Topology[:i], key); j >= 0 {
+			return nil, fmt.Errorf("core: topology label %q is given twice (levels %d and %d)", key, j, i)
+		}
+	}
+	cfg.Topology = append([]string(nil), cfg.Topology...) // the caller may reuse its slice
 	return &Scheduler{cfg: cfg}, nil
 }

@@ -94,6 +94,7 @@ func TestWriteJSON(t *testing.T) {
 			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
 			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": 0.0,
 			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "makespan_s": 870.0, "jain_fairness": 1.0,
+			"rack_locality": 0.0,
 		}
 	}
 	want := map[string][]map[string]any{"results": {row("phalanx", 0), row("pod-by-pod", 270)}}
@@ -307,6 +308,29 @@ func xmlWellFormed(data []byte) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// The rack locality row appears only for workloads with racks.
+func TestWriteTableRackRow(t *testing.T) {
+	const label = "multi-node jobs within one rack"
+	for _, racks := range []bool{false, true} {
+		w := tinyWorkload()
+		results := tinyResults()
+		if racks {
+			w.Topology = []string{workload.DefaultRackLabel}
+			results[0].Metrics.RackLocality = 0.75
+		}
+		var out bytes.Buffer
+		if err := WriteTable(&out, Comparison{Workload: w, Results: results}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), label); got != racks {
+			t.Errorf("racks %v: row shown = %v:\n%s", racks, got, out.String())
+		}
+		if racks && !strings.Contains(out.String(), "75") {
+			t.Errorf("rack locality 0.75 not shown:\n%s", out.String())
 		}
 	}
 }

@@ -19,7 +19,7 @@ type metricRow struct {
 func count(n int) string { return grouped(int64(n)) }
 
 // metricRows lists the rows of the table, in order. Every field of
-// sim.Metrics has a row.
+// sim.Metrics has a row here or in rackRows.
 var metricRows = []metricRow{
 	{"jobs", func(m *sim.Metrics) string { return count(m.JobsTotal) }},
 	{"  completed", func(m *sim.Metrics) string { return count(m.JobsCompleted) }},
@@ -37,8 +37,13 @@ var metricRows = []metricRow{
 	{"fairness between queues (Jain, 1 = fair)", func(m *sim.Metrics) string { return fmt.Sprintf("%.3f", m.JainFairness) }},
 }
 
+// rackRows are shown after metricRows only for workloads with racks.
+var rackRows = []metricRow{
+	{"multi-node jobs within one rack", func(m *sim.Metrics) string { return percent(m.RackLocality) }},
+}
+
 // WriteTable writes c's metrics as one table, a column per policy and a row
-// per figure, followed by one line per policy with the wall time its run
+// per figure (rack locality only when the workload has racks), followed by one line per policy with the wall time its run
 // took when c.Wall says.
 func WriteTable(out io.Writer, c Comparison) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
@@ -47,7 +52,11 @@ func WriteTable(out io.Writer, c Comparison) error {
 		head = append(head, r.Policy)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, row := range metricRows {
+	rows := metricRows
+	if c.Workload != nil && len(c.Workload.Topology) > 0 {
+		rows = append(rows[:len(rows):len(rows)], rackRows...)
+	}
+	for _, row := range rows {
 		cells := []string{row.label}
 		for _, r := range c.Results {
 			cells = append(cells, row.render(&r.Metrics))

@@ -9,7 +9,10 @@ package sim
 // request plus one pod slot free. First-fit-decreasing can miss a packing
 // that exists; for the shapes of real jobs (identical workers plus a few
 // small roles) it does not. Queue capabilities are not taken into account:
-// "unschedulable" is about the cluster.
+// "unschedulable" is about the cluster. A job that requires one domain of a
+// topology level must fit the nodes of one value of that label, tried in
+// order of first appearance; one that names a label outside the workload's
+// topology fits nowhere (the scheduler rejects it).
 
 import (
 	"cmp"
@@ -20,13 +23,14 @@ import (
 
 // fitter packs jobs into the empty cluster, reusing its scratch space.
 type fitter struct {
-	nodes []core.Node
-	free  []core.Vector
-	order []int
+	nodes    []core.Node
+	topology []string
+	free     []core.Vector
+	order    []int
 }
 
-func newFitter(nodes []core.Node) *fitter {
-	return &fitter{nodes: nodes, free: make([]core.Vector, len(nodes))}
+func newFitter(nodes []core.Node, topology []string) *fitter {
+	return &fitter{nodes: nodes, topology: topology, free: make([]core.Vector, len(nodes))}
 }
 
 // fits reports whether j can start on the empty cluster.
@@ -35,8 +39,36 @@ func (f *fitter) fits(j *job) bool {
 	if need < 1 || need > len(j.members) {
 		return false
 	}
+	label := j.spec.RequiredTopology
+	if label == "" {
+		return f.pack(j, func(*core.Node) bool { return true })
+	}
+	if !slices.Contains(f.topology, label) {
+		return false
+	}
+	tried := map[string]bool{}
+	for i := range f.nodes {
+		v, ok := f.nodes[i].Labels[label]
+		if !ok || tried[v] {
+			continue
+		}
+		tried[v] = true
+		if f.pack(j, func(n *core.Node) bool { got, ok := n.Labels[label]; return ok && got == v }) {
+			return true
+		}
+	}
+	return false
+}
+
+// pack reports whether the first MinMember members of j fit, first-fit
+// decreasing, the empty nodes that in accepts.
+func (f *fitter) pack(j *job, in func(*core.Node) bool) bool {
+	need := j.spec.MinMember
 	for i := range f.nodes {
 		f.free[i] = f.nodes[i].Allocatable
+		if !in(&f.nodes[i]) {
+			f.free[i] = core.Vector{}
+		}
 	}
 	f.order = f.order[:0]
 	for m := 0; m < need; m++ {

@@ -69,6 +69,8 @@ func (g *gangPolicy) arrive(jobs []*job) {
 			MinMember: j.spec.MinMember,
 			Arrival:   j.spec.Submit,
 			Pending:   make([]core.Member, len(j.members)),
+
+			RequiredLevel: j.spec.RequiredTopology,
 		}
 		for m := range j.members {
 			mem := &j.members[m]

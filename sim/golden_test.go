@@ -86,8 +86,12 @@ func renderGolden(t *testing.T, w *workload.Workload) string {
 			}
 		}
 		m := r.Metrics
-		fmt.Fprintf(&b, "completed %d/%d, stuck %d, unschedulable %d, wasted %.0f GPU-s, makespan %.0f s\n\n",
+		fmt.Fprintf(&b, "completed %d/%d, stuck %d, unschedulable %d, wasted %.0f GPU-s, makespan %.0f s\n",
 			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, m.Makespan)
+		if len(w.Topology) > 0 {
+			fmt.Fprintf(&b, "rack locality %.2f\n", m.RackLocality)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -13,6 +13,10 @@ package sim
 //     Duration summed over the queue's jobs);
 //   - JCT and wait statistics come from the job outcomes, percentiles by
 //     nearest rank.
+//   - rack_locality: among started jobs whose placed members (at the end of
+//     the run, elastic ones included) use more than one node, the share
+//     whose nodes all carry the same value of the workload's narrowest
+//     topology label; 0 when there is no such job or no topology.
 // Integrals are computed in exact int64 arithmetic and converted once.
 
 import (
@@ -157,5 +161,47 @@ func metrics(s *state, jobs []JobOutcome, end int64) Metrics {
 		}
 	}
 	m.JainFairness = jain(xs)
+	m.RackLocality = rackLocality(s)
 	return m
+}
+
+// rackLocality computes Metrics.RackLocality (see the top of the file).
+func rackLocality(s *state) float64 {
+	if len(s.w.Topology) == 0 {
+		return 0
+	}
+	label := s.w.Topology[len(s.w.Topology)-1]
+	spanning, local := 0, 0
+	for i := range s.jobs {
+		j := &s.jobs[i]
+		if j.start < 0 {
+			continue
+		}
+		first, multi, oneRack := int32(-1), false, true
+		var rack string
+		for m := range j.members {
+			n := j.members[m].node
+			if n < 0 {
+				continue
+			}
+			r, ok := s.snap.Nodes[n].Labels[label]
+			switch {
+			case first < 0:
+				first, rack, oneRack = n, r, ok
+			case n != first:
+				multi = true
+				oneRack = oneRack && ok && r == rack
+			}
+		}
+		if multi {
+			spanning++
+			if oneRack {
+				local++
+			}
+		}
+	}
+	if spanning == 0 {
+		return 0
+	}
+	return float64(local) / float64(spanning)
 }

@@ -27,6 +27,11 @@ type Metrics struct {
 	WastedGPUSeconds  float64 `json:"wasted_gpu_s"`
 	Makespan          float64 `json:"makespan_s"`
 	JainFairness      float64 `json:"jain_fairness"`
+	// RackLocality is the share of started jobs placed on more than one node
+	// whose placed members all run in one rack (the narrowest level of
+	// Workload.Topology); 0 when no started job spans nodes or the workload
+	// has no racks.
+	RackLocality float64 `json:"rack_locality"`
 }
 
 // JobState is where a job ended up when the run ended.

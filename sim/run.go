@@ -32,7 +32,7 @@ func Run(w *workload.Workload, policy string, opt Options) (*Result, error) {
 		if policy == PolicyFIFOGang {
 			ordering = core.StrictFIFO
 		}
-		s, err := core.New(core.Config{GPU: workload.GPU, Ordering: ordering})
+		s, err := core.New(core.Config{GPU: workload.GPU, Ordering: ordering, Topology: w.Topology})
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
@@ -77,7 +77,7 @@ func run(w *workload.Workload, name string, sched cycler, opt Options) (*Result,
 
 // outcomes returns one JobOutcome per job, in input order.
 func outcomes(s *state, p policy) []JobOutcome {
-	fit := newFitter(s.snap.Nodes)
+	fit := newFitter(s.snap.Nodes, s.w.Topology)
 	out := make([]JobOutcome, len(s.jobs))
 	for i := range s.jobs {
 		j := &s.jobs[i]

@@ -158,7 +158,8 @@ func (s *state) vector(m map[string]int64) (core.Vector, error) {
 	return v, nil
 }
 
-// joinPool adds the nodes of a pool to the cluster.
+// joinPool adds the nodes of a pool to the cluster, each labelled with its
+// rack when the pool is split into racks.
 func (s *state) joinPool(p *workload.NodePool) error {
 	alloc, err := s.vector(p.Allocatable)
 	if err != nil {
@@ -167,14 +168,23 @@ func (s *state) joinPool(p *workload.NodePool) error {
 	if _, ok := p.Allocatable["pods"]; !ok {
 		alloc[core.Pods] = defaultMaxPods
 	}
+	labels := p.Labels
 	for i := 0; i < p.Count; i++ {
 		name := fmt.Sprintf("%s-%d", p.Name, i)
 		if _, dup := s.nodeIdx[name]; dup {
 			return fmt.Errorf("sim: node name %q used twice", name)
 		}
+		if p.RackSize > 0 && i%p.RackSize == 0 {
+			// The nodes of one rack share one label map; nothing writes it.
+			labels = make(map[string]string, len(p.Labels)+1)
+			for k, v := range p.Labels {
+				labels[k] = v
+			}
+			labels[p.RackLabel] = p.RackOf(i)
+		}
 		s.nodeIdx[name] = int32(len(s.snap.Nodes))
 		s.snap.Nodes = append(s.snap.Nodes, core.Node{
-			Name: name, Allocatable: alloc, Labels: p.Labels, Taints: p.Taints,
+			Name: name, Allocatable: alloc, Labels: labels, Taints: p.Taints,
 		})
 		if s.gpu >= 0 {
 			s.clusterGPUs += alloc[s.gpu]

@@ -12,6 +12,8 @@ package workload
 //	  resources: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 1}  # pods: 110 unless given
 //	  labels: {gpu: 1060g1}
 //	  taints: [{key: dedicated, value: ml, effect: NoSchedule}]
+//	  rackSize: 2                   # optional: racks of 2 nodes, labelled
+//	  rackLabel: phalanx.dev/rack   #   <rackLabel>=<pool>-rack-<k> (the default label)
 //	queues:                         # optional: "default" (weight 1) if none
 //	- name: research
 //	  weight: 2                     # optional, default 1
@@ -24,6 +26,7 @@ package workload
 //	  submit: 0s                    # optional, default 0s
 //	  duration: 10m
 //	  minMember: 4                  # optional, default: all members
+//	  requiredTopology: phalanx.dev/rack  # optional: start within one rack or wait
 //	  tasks:
 //	  - role: ps
 //	    replicas: 1                 # optional, default 1
@@ -32,6 +35,9 @@ package workload
 //	    tolerations: [{key: dedicated, operator: Equal, value: ml, effect: NoSchedule}]
 //	    affinity:                   # required node affinity: at least one term holds
 //	    - matchExpressions: [{key: zone, operator: In, values: [a, b]}]
+//
+// Pools split into racks make their rack label the workload's topology level;
+// all such pools must use the same label.
 //
 // Amounts are Kubernetes quantities ("500m", "4", "16Gi"); times are Go
 // durations ("90s", "10m", "2h") or integer seconds. Unknown fields are
@@ -126,6 +132,11 @@ func (p *scenarioReader) workload(root *yaml.Node) (*Workload, error) {
 	if w.Pools, err = p.pools(m["nodePools"]); err != nil {
 		return nil, err
 	}
+	for _, pool := range w.Pools {
+		if pool.RackSize > 0 && len(w.Topology) == 0 {
+			w.Topology = []string{pool.RackLabel}
+		}
+	}
 	if w.Queues, err = p.queues(m["queues"]); err != nil {
 		return nil, err
 	}
@@ -178,7 +189,7 @@ func (p *scenarioReader) pools(n *yaml.Node) ([]NodePool, error) {
 	var pools []NodePool
 	var total map[string]int64 // of the whole cluster, to reject overflow
 	err := p.items(n, "node pool", func(n *yaml.Node) (string, error) {
-		m, err := p.mapping(n, "node pool", "name", "count", "at", "resources", "labels", "taints")
+		m, err := p.mapping(n, "node pool", "name", "count", "at", "resources", "labels", "taints", "rackSize", "rackLabel")
 		if err != nil {
 			return "", err
 		}
@@ -220,10 +231,53 @@ func (p *scenarioReader) pools(n *yaml.Node) ([]NodePool, error) {
 				return "", err
 			}
 		}
+		if err := p.racks(m, n, &pool, pools); err != nil {
+			return "", err
+		}
 		pools = append(pools, pool)
 		return pool.Name, nil
 	})
 	return pools, err
+}
+
+// racks reads the rack fields of a pool; earlier are the pools read before.
+func (p *scenarioReader) racks(m map[string]*yaml.Node, n *yaml.Node, pool *NodePool, earlier []NodePool) error {
+	if v := m["rackSize"]; v != nil {
+		size, err := p.integer(v, "rackSize", 0, maxCount)
+		if err != nil {
+			return err
+		}
+		pool.RackSize = int(size)
+	}
+	if v := m["rackLabel"]; v != nil {
+		label, err := p.str(v, "rackLabel")
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(label) == "" {
+			return p.errorf(v, "rackLabel is empty")
+		}
+		if pool.RackSize == 0 {
+			return p.errorf(v, "node pool %q has a rackLabel but no rackSize", pool.Name)
+		}
+		pool.RackLabel = label
+	}
+	if pool.RackSize == 0 {
+		return nil
+	}
+	if pool.RackLabel == "" {
+		pool.RackLabel = DefaultRackLabel
+	}
+	if _, clash := pool.Labels[pool.RackLabel]; clash {
+		return p.errorf(n, "node pool %q sets label %q both in labels and as its rack label", pool.Name, pool.RackLabel)
+	}
+	for _, e := range earlier {
+		if e.RackSize > 0 && e.RackLabel != pool.RackLabel {
+			return p.errorf(n, "node pool %q labels its racks %q but pool %q uses %q: all racks must share one label",
+				pool.Name, pool.RackLabel, e.Name, e.RackLabel)
+		}
+	}
+	return nil
 }
 
 // addTotal adds n times amounts to total and fails if a sum overflows.
@@ -290,7 +344,7 @@ func (p *scenarioReader) jobs(n *yaml.Node, queues []Queue, declared bool) ([]Jo
 }
 
 func (p *scenarioReader) job(n *yaml.Node, queues []Queue, declared bool) (Job, error) {
-	m, err := p.mapping(n, "job", "name", "queue", "priority", "submit", "duration", "minMember", "tasks")
+	m, err := p.mapping(n, "job", "name", "queue", "priority", "submit", "duration", "minMember", "tasks", "requiredTopology")
 	if err != nil {
 		return Job{}, err
 	}
@@ -347,6 +401,14 @@ func (p *scenarioReader) job(n *yaml.Node, queues []Queue, declared bool) (Job, 
 			return Job{}, err
 		}
 		j.MinMember = int(mm)
+	}
+	if v := m["requiredTopology"]; v != nil {
+		if j.RequiredTopology, err = p.str(v, "requiredTopology"); err != nil {
+			return Job{}, err
+		}
+		if strings.TrimSpace(j.RequiredTopology) == "" {
+			return Job{}, p.errorf(v, "requiredTopology is empty: name a node label key such as %q", DefaultRackLabel)
+		}
 	}
 	return j, nil
 }

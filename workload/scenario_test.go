@@ -227,6 +227,12 @@ var badScenarios = []struct{ name, in, want string }{
 	{"overflowing cluster", "nodePools:\n- {name: p, count: 1000, resources: {memory: 8Ei}}\n", "s.yaml:2: the total memory of the cluster exceeds 9223372036854775807"},
 	{"overflowing total", "nodePools:\n- name: p\n  count: 1000\n  resources: {memory: 7Ei}\n", "s.yaml:4: the total memory of the cluster exceeds"},
 	{"bad effect", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  taints: [{key: k, effect: NoSchedul}]\n", `s.yaml:4: taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute, got "NoSchedul"`},
+	{"negative rack size", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  rackSize: -2\n", "s.yaml:4: rackSize must be between 0 and"},
+	{"rack label without size", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  rackLabel: r\n", `s.yaml:4: node pool "p" has a rackLabel but no rackSize`},
+	{"empty rack label", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  rackSize: 2\n  rackLabel: \"\"\n", "s.yaml:5: rackLabel is empty"},
+	{"rack label clash", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  labels: {phalanx.dev/rack: x}\n  rackSize: 2\n", `s.yaml:2: node pool "p" sets label "phalanx.dev/rack" both in labels and as its rack label`},
+	{"two rack labels", "nodePools:\n- {name: p, resources: {cpu: 1}, rackSize: 2}\n- {name: q, resources: {cpu: 1}, rackSize: 2, rackLabel: r}\n", `s.yaml:3: node pool "q" labels its racks "r" but pool "p" uses "phalanx.dev/rack": all racks must share one label`},
+	{"empty required topology", "jobs:\n- name: a\n  duration: 1\n  requiredTopology: \" \"\n  tasks: [{role: w}]\n", `s.yaml:4: requiredTopology is empty: name a node label key such as "phalanx.dev/rack"`},
 	{"taint without key", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  taints:\n  - effect: NoSchedule\n", "s.yaml:5: taint has no key"},
 	{"zero weight", "queues:\n- name: q\n  weight: 0\n", "s.yaml:3: weight must be between 1 and"},
 	{"duplicate queue", "queues: [{name: q}, {name: q}]\n", `s.yaml:1: duplicate queue name "q"`},
@@ -285,5 +291,34 @@ func TestScenarioMinMemberAboveMembers(t *testing.T) {
 	}
 	if j := w.Jobs[0]; j.MinMember != 5 || j.Members() != 2 {
 		t.Errorf("MinMember %d, members %d; want 5, 2", j.MinMember, j.Members())
+	}
+}
+
+func TestScenarioRacks(t *testing.T) {
+	in := "nodePools:\n- {name: gpu, count: 4, rackSize: 2, resources: {nvidia.com/gpu: 8}}\n- {name: cpu, resources: {cpu: 4}}\n" +
+		"jobs:\n- {name: a, duration: 1, requiredTopology: phalanx.dev/rack, tasks: [{role: w}]}\n"
+	w, err := ReadScenario(strings.NewReader(in), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{DefaultRackLabel}, w.Topology); diff != "" {
+		t.Errorf("topology (-want +got):\n%s", diff)
+	}
+	p := &w.Pools[0]
+	if p.RackSize != 2 || p.RackLabel != DefaultRackLabel {
+		t.Errorf("pool racks = %d %q, want 2 %q", p.RackSize, p.RackLabel, DefaultRackLabel)
+	}
+	var racks []string
+	for i := 0; i < p.Count; i++ {
+		racks = append(racks, p.RackOf(i))
+	}
+	if diff := cmp.Diff([]string{"gpu-rack-0", "gpu-rack-0", "gpu-rack-1", "gpu-rack-1"}, racks); diff != "" {
+		t.Errorf("racks (-want +got):\n%s", diff)
+	}
+	if got := w.Pools[1].RackOf(0); got != "" {
+		t.Errorf("a pool without racks gives rack %q", got)
+	}
+	if got := w.Jobs[0].RequiredTopology; got != DefaultRackLabel {
+		t.Errorf("requiredTopology = %q", got)
 	}
 }

@@ -26,6 +26,10 @@ type TraceOptions struct {
 	// MaxJobs, when > 0, reads only the first MaxJobs jobs (data rows); the
 	// rest of the input is not read.
 	MaxJobs int
+	// NodesPerRack, when > 0, splits the pool into racks of that many nodes,
+	// labelled DefaultRackLabel = "trace-rack-<i/NodesPerRack>", and makes
+	// the rack the workload's topology level. It must not be negative.
+	NodesPerRack int
 }
 
 // Per-GPU requests of a trace pod, and the shape of a trace node.
@@ -77,6 +81,9 @@ func ReadTrace(r io.Reader, name string, opt TraceOptions) (*Workload, error) {
 	if opt.GPUsPerNode < 1 || opt.GPUsPerNode > maxGPUsPerNode {
 		return nil, fmt.Errorf("workload: %s: GPUs per node must be between 1 and %d, got %d", name, maxGPUsPerNode, opt.GPUsPerNode)
 	}
+	if opt.NodesPerRack < 0 {
+		return nil, fmt.Errorf("workload: %s: nodes per rack must not be negative, got %d", name, opt.NodesPerRack)
+	}
 	k := int64(opt.GPUsPerNode)
 
 	cr := csv.NewReader(r)
@@ -109,6 +116,10 @@ func ReadTrace(r io.Reader, name string, opt TraceOptions) (*Workload, error) {
 				"pods":   tracePodsPerNode,
 			},
 		}},
+	}
+	if opt.NodesPerRack > 0 {
+		w.Pools[0].RackSize, w.Pools[0].RackLabel = opt.NodesPerRack, DefaultRackLabel
+		w.Topology = []string{DefaultRackLabel}
 	}
 	seenQueue := map[string]bool{}
 	firstLine := map[string]int{} // job_id -> line

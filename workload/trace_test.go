@@ -249,3 +249,22 @@ func BenchmarkReadPhilly(b *testing.B) {
 		}
 	}
 }
+
+func TestTraceRacks(t *testing.T) {
+	in := "job_id,submit_time_s,duration_s,num_gpus,vc\nj0,0,10,1,a\n"
+	w, err := ReadTrace(strings.NewReader(in), "t.csv", TraceOptions{Nodes: 5, GPUsPerNode: 8, NodesPerRack: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{DefaultRackLabel}, w.Topology); diff != "" {
+		t.Errorf("topology (-want +got):\n%s", diff)
+	}
+	p := &w.Pools[0]
+	if got := []string{p.RackOf(0), p.RackOf(1), p.RackOf(2), p.RackOf(4)}; !cmp.Equal(got, []string{"trace-rack-0", "trace-rack-0", "trace-rack-1", "trace-rack-2"}) {
+		t.Errorf("racks = %v", got)
+	}
+	if _, err := ReadTrace(strings.NewReader(in), "t.csv", TraceOptions{Nodes: 5, GPUsPerNode: 8, NodesPerRack: -1}); err == nil ||
+		!strings.Contains(err.Error(), "nodes per rack must not be negative") {
+		t.Errorf("negative nodes per rack: err = %v", err)
+	}
+}

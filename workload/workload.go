@@ -8,10 +8,18 @@
 // "nvidia.com/gpu" in device counts.
 package workload
 
-import "github.com/phalanx-sched/phalanx/core"
+import (
+	"fmt"
+
+	"github.com/phalanx-sched/phalanx/core"
+)
 
 // GPU is the accelerator resource the simulator counts for utilisation.
 const GPU = "nvidia.com/gpu"
+
+// DefaultRackLabel is the node label that names a node's rack when a pool
+// is split into racks and names no label of its own.
+const DefaultRackLabel = "phalanx.dev/rack"
 
 // Workload is one simulator input: a cluster and the jobs submitted to it.
 type Workload struct {
@@ -29,6 +37,10 @@ type Workload struct {
 	Queues []Queue
 	// Jobs sorted by Submit, ties in input order.
 	Jobs []Job
+	// Topology lists the node label keys of the cluster's topology levels,
+	// broadest first: the rack label when some pool is split into racks,
+	// else nothing.
+	Topology []string
 }
 
 // NodePool is Count identical nodes that join the cluster at time At.
@@ -40,6 +52,20 @@ type NodePool struct {
 	Allocatable map[string]int64
 	Labels      map[string]string
 	Taints      []core.Taint
+	// RackSize, when > 0, splits the pool's nodes, in order, into racks of
+	// RackSize nodes: node i gets label RackLabel with value
+	// "<Name>-rack-<i/RackSize>", besides Labels.
+	RackSize  int
+	RackLabel string
+}
+
+// RackOf returns the rack label value of node i of the pool, or "" when the
+// pool is not split into racks.
+func (p *NodePool) RackOf(i int) string {
+	if p.RackSize <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s-rack-%d", p.Name, i/p.RackSize)
 }
 
 // Queue is a tenant queue.
@@ -65,6 +91,10 @@ type Job struct {
 	// it to the total of the tasks' replicas.
 	MinMember int
 	Tasks     []Task
+	// RequiredTopology, when not empty, is a node label key of a topology
+	// level: the members the job needs to start must run within one domain
+	// of that level (e.g. one rack), or the job waits.
+	RequiredTopology string
 	// Source is "file:line" of the job's definition, for messages.
 	Source string
 }

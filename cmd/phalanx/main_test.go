@@ -42,6 +42,8 @@ func TestUsageErrors(t *testing.T) {
 		{"trace without cluster", []string{"simulate", "--trace", "x.csv"}, "--trace needs --nodes and --gpus-per-node"},
 		{"nodes without trace", []string{"simulate", "--nodes", "4"}, "--nodes applies only to --trace"},
 		{"zero nodes", []string{"simulate", "--trace", "x.csv", "--nodes", "0", "--gpus-per-node", "8"}, "must be positive"},
+		{"negative racks", []string{"simulate", "--trace", "x.csv", "--nodes", "4", "--gpus-per-node", "8", "--nodes-per-rack", "-1"}, "--nodes-per-rack not negative"},
+		{"racks without trace", []string{"simulate", "--nodes-per-rack", "4"}, "--nodes-per-rack applies only to --trace"},
 		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang`},
 		{"empty policy", []string{"simulate", "--policy", "phalanx,"}, "empty name"},
 		{"policy twice", []string{"simulate", "--policy", "phalanx,phalanx"}, "listed twice"},
@@ -73,7 +75,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, stdout, _ := runArgs(t, "help", "simulate")
-	for _, flag := range []string{"--trace", "--scenario", "--nodes", "--gpus-per-node", "--max-jobs", "--policy", "--output", "--plot"} {
+	for _, flag := range []string{"--trace", "--scenario", "--nodes", "--gpus-per-node", "--max-jobs", "--nodes-per-rack", "--policy", "--output", "--plot"} {
 		if !strings.Contains(stdout, flag+" ") {
 			t.Errorf("help simulate does not document %s:\n%s", flag, stdout)
 		}
@@ -239,6 +241,16 @@ a-2,300,900,8,alpha
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
+	}
+	if strings.Contains(stdout, "within one rack") {
+		t.Errorf("rack locality shown without racks:\n%s", stdout)
+	}
+	code, stdout, stderr = runArgs(t, "simulate", "--trace", trace, "--nodes", "2", "--gpus-per-node", "8", "--nodes-per-rack", "1")
+	if code != 0 {
+		t.Fatalf("--nodes-per-rack: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "multi-node jobs within one rack") {
+		t.Errorf("rack locality not shown with racks:\n%s", stdout)
 	}
 	data, err := os.ReadFile(svg)
 	if err != nil {

@@ -35,6 +35,7 @@ type simulateConfig struct {
 type simulateFlags struct {
 	trace, scenario, policy, output, plot string
 	nodes, gpusPerNode, maxJobs           int
+	nodesPerRack                          int
 }
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
@@ -45,6 +46,7 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.IntVar(&f.nodes, "nodes", 0, "with --trace: the simulated cluster has `N` nodes")
 	fs.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "with --trace: `K` GPUs per node")
 	fs.IntVar(&f.maxJobs, "max-jobs", 0, "with --trace: read only the first `M` jobs (0: all)")
+	fs.IntVar(&f.nodesPerRack, "nodes-per-rack", 0, "with --trace: group nodes into racks of `R` (0: no racks); gangs prefer one rack")
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
 	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
 	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use over time into `FILE` (.svg or .png)")
@@ -55,7 +57,7 @@ func simulateUsage(out io.Writer) {
 	fmt.Fprint(out, `Usage:
   phalanx simulate [--policy LIST] [--output table|json] [--plot FILE.svg]
   phalanx simulate --scenario FILE.yaml [flags]
-  phalanx simulate --trace FILE.csv --nodes N --gpus-per-node K [--max-jobs M] [flags]
+  phalanx simulate --trace FILE.csv --nodes N --gpus-per-node K [--max-jobs M] [--nodes-per-rack R] [flags]
 
 Simulate runs jobs on a simulated cluster under each scheduling policy and
 compares the outcomes:
@@ -70,7 +72,7 @@ experiments users ran with TFJobs and with ACK, and shows the pods as
 Flags:
 `)
 	fs := newSimulateFlagSet(&simulateFlags{})
-	for _, n := range []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "policy", "output", "plot"} {
+	for _, n := range []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "policy", "output", "plot"} {
 		f := fs.Lookup(n)
 		name, use := flag.UnquoteUsage(f)
 		fmt.Fprintf(out, "  --%s %s\n    \t%s", f.Name, name, use)
@@ -117,12 +119,12 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		if !set["nodes"] || !set["gpus-per-node"] {
 			return cfg, usagef("--trace needs --nodes and --gpus-per-node: the trace does not say what cluster it ran on")
 		}
-		if f.nodes <= 0 || f.gpusPerNode <= 0 || f.maxJobs < 0 {
-			return cfg, usagef("--nodes and --gpus-per-node must be positive and --max-jobs not negative")
+		if f.nodes <= 0 || f.gpusPerNode <= 0 || f.maxJobs < 0 || f.nodesPerRack < 0 {
+			return cfg, usagef("--nodes and --gpus-per-node must be positive and --max-jobs and --nodes-per-rack not negative")
 		}
-		cfg.traceOpt = workload.TraceOptions{Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, MaxJobs: f.maxJobs}
+		cfg.traceOpt = workload.TraceOptions{Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, MaxJobs: f.maxJobs, NodesPerRack: f.nodesPerRack}
 	default:
-		for _, name := range []string{"nodes", "gpus-per-node", "max-jobs"} {
+		for _, name := range []string{"nodes", "gpus-per-node", "max-jobs", "nodes-per-rack"} {
 			if set[name] {
 				return cfg, usagef("--%s applies only to --trace", name)
 			}
