@@ -204,21 +204,7 @@ func checkPlan(t *testing.T, name string, s *Snapshot, plan Plan, diag Diagnosti
 // of 8 GPUs, half of them partly used, with 20,000 pending pods in gangs of
 // 1 to 16 members.
 func BenchmarkCycle5000Nodes(b *testing.B) {
-	s := randomSnapshot(42, 5000, 20000, 16)
-	sched, err := New(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	var plan Plan
-	var diag Diagnostics
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		plan, diag = sched.RunCycle(s, 0)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(len(plan.Binds)), "binds")
-	b.ReportMetric(float64(len(diag.Pending)), "pending-gangs")
-	b.ReportMetric(float64(len(s.Gangs)), "gangs")
+	benchCycle(b, Config{}, randomSnapshot(42, 5000, 20000, 16))
 }
 
 // BenchmarkCycle5000NodesTopology is BenchmarkCycle5000Nodes with zones and
@@ -226,7 +212,11 @@ func BenchmarkCycle5000Nodes(b *testing.B) {
 func BenchmarkCycle5000NodesTopology(b *testing.B) {
 	s := randomSnapshot(42, 5000, 20000, 16)
 	requireTopology(s, 42)
-	sched, err := New(Config{Topology: randomTopology})
+	benchCycle(b, Config{Topology: randomTopology}, s)
+}
+
+func benchCycle(b *testing.B, cfg Config, s *Snapshot) {
+	sched, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
