@@ -73,6 +73,7 @@ func (b *gangBuilder) Bound(n int) *gangBuilder        { b.g.Bound = n; return b
 func (b *gangBuilder) Queue(q string) *gangBuilder     { b.g.Queue = q; return b }
 func (b *gangBuilder) Priority(p int32) *gangBuilder   { b.g.Priority = p; return b }
 func (b *gangBuilder) Arrival(t int64) *gangBuilder    { b.g.Arrival = t; return b }
+func (b *gangBuilder) Estimate(s int64) *gangBuilder   { b.g.Estimate = s; return b }
 func (b *gangBuilder) Invalid(why string) *gangBuilder { b.g.Invalid = why; return b }
 func (b *gangBuilder) Required(level string) *gangBuilder {
 	b.g.RequiredLevel = level

@@ -32,6 +32,8 @@ import (
 // The same snapshot and time always give the same plan, bit for bit.
 func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 	c := newCycle(s, snap)
+	c.now = now
+	c.reserve()
 	switch s.cfg.Ordering {
 	case StrictFIFO:
 		c.runStrictFIFO()
@@ -59,6 +61,11 @@ type cycle struct {
 	diag      Diagnostics
 	scratch   txn
 	candBuf   []int32
+	now       int64
+	// resv is the cycle's reservation (reserve.go); open says whether the
+	// gang being placed may use the reserved nodes.
+	resv *reservation
+	open bool
 }
 
 type elastic struct {
@@ -246,7 +253,10 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 			qs.q.Name, want[d], name, qs.allocated[d], qs.q.Capability[d]))
 		return false
 	}
+	c.open = c.openFor(g)
+	defer func() { c.open = false }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
+	sig.shape.open = c.open
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
@@ -256,6 +266,9 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	}
 	t := &c.scratch
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok {
+		if c.resv != nil && c.resv.gang == g {
+			st.reserved = c.resv.text(c.now)
+		}
 		c.diag.Pending = append(c.diag.Pending, st)
 		if uniform {
 			c.failedGangs[sig] = st
@@ -335,5 +348,5 @@ func signatureOf(members []Member, required string) (gangSignature, bool) {
 			return gangSignature{}, false
 		}
 	}
-	return gangSignature{shapeKey{podRequest(first), first.Constraints}, len(members), required}, true
+	return gangSignature{shapeKey{req: podRequest(first), c: first.Constraints}, len(members), required}, true
 }

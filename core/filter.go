@@ -15,6 +15,7 @@ const (
 	filteredTaint
 	filteredSelector
 	filteredAffinity
+	filteredReserved // not a filter: the node is reserved for another gang
 )
 
 var filterText = [...]string{
@@ -23,6 +24,7 @@ var filterText = [...]string{
 	filteredTaint:         "untolerated taint",
 	filteredSelector:      "nodeSelector mismatch",
 	filteredAffinity:      "node affinity mismatch",
+	filteredReserved:      "reserved for a waiting gang",
 }
 
 // Admits reports whether a member with constraints c may run on n, leaving

@@ -79,18 +79,23 @@ func requireTopology(s *Snapshot, seed uint64) {
 func TestCycleInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
-			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology}} {
+			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology},
+			{Ordering: FairShare, ReserveAfter: 1}} {
 			o := cfg.Ordering
 			s := randomSnapshot(seed, 30+int(seed)*3, 150, 9)
 			if cfg.Topology != nil {
 				requireTopology(s, seed)
 				o += 2 // for the messages
 			}
+			if cfg.ReserveAfter > 0 {
+				addReleases(s, seed)
+				o += 4
+			}
 			sched, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			run := func(*testing.T, *Snapshot, Ordering) (Plan, Diagnostics) { return sched.RunCycle(s, 0) }
+			run := func(*testing.T, *Snapshot, Ordering) (Plan, Diagnostics) { return sched.RunCycle(s, 1000) }
 			plan, diag := run(t, s, o)
 			checkPlan(t, fmt.Sprintf("seed %d ordering %d", seed, o), s, plan, diag)
 			plan2, diag2 := run(t, s, o)
@@ -239,5 +244,27 @@ func TestMulDivDoesNotOverflow(t *testing.T) {
 	}
 	if got := mulDiv(7, 1, 2); got != 3 {
 		t.Errorf("mulDiv(7,1,2) = %d, want 3", got)
+	}
+}
+
+// addReleases gives the used nodes of s releases at various times (some
+// unknown) and its gangs estimates (some unknown), so that reservations and
+// backfill happen.
+func addReleases(s *Snapshot, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	for i := range s.Nodes {
+		if s.Nodes[i].Used.IsZero() {
+			continue
+		}
+		at := int64(1000 + r.IntN(5000))
+		if r.IntN(5) == 0 {
+			at = 0
+		}
+		s.Releases = append(s.Releases, Release{Node: i, Amount: s.Nodes[i].Used, At: at})
+	}
+	for _, g := range s.Gangs {
+		if r.IntN(3) > 0 {
+			g.Estimate = int64(1 + r.IntN(6000))
+		}
 	}
 }

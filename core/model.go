@@ -108,6 +108,9 @@ type Queue struct {
 	Allocated Vector
 	// Closed queues accept no new placements.
 	Closed bool
+	// ReserveAfter, when > 0, overrides Config.ReserveAfter for the gangs of
+	// this queue.
+	ReserveAfter int64
 }
 
 // Member is one pod of a gang that is waiting for a node.
@@ -143,6 +146,22 @@ type Gang struct {
 	// gang's minimum must lie within one domain of that level (topology.go)
 	// or the gang waits. A key that is not a level makes the gang invalid.
 	RequiredLevel string
+	// Estimate is how long the gang is expected to run once started, in
+	// seconds; 0 means unknown. Only gangs with an estimate may backfill
+	// nodes reserved for another gang (reserve.go).
+	Estimate int64
+}
+
+// Release is what a running member will give back to its node when it is
+// expected to finish: the cycle's reservations count on it.
+type Release struct {
+	// Node indexes Snapshot.Nodes.
+	Node int
+	// Amount is the member's request, its pod slot included.
+	Amount Vector
+	// At is when the member is expected to finish; 0 means unknown, and such
+	// a release is never counted on.
+	At int64
 }
 
 // Snapshot is the state one cycle decides over. The core only reads it.
@@ -153,4 +172,7 @@ type Snapshot struct {
 	// Gangs with pending members. Callers that keep them in arrival order
 	// save the core a sort.
 	Gangs []*Gang
+	// Releases of running members, in any order; used only when
+	// reservations are on (Config.ReserveAfter).
+	Releases []Release
 }

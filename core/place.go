@@ -24,6 +24,8 @@ import (
 type shapeKey struct {
 	req Vector
 	c   *Constraints
+	// open: the member may use reserved nodes (reserve.go).
+	open bool
 }
 
 type placement struct {
@@ -89,7 +91,7 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 				if sc != nil {
 					break // the caller wants no details, only the roll back
 				}
-				report = c.unfit[shapeKey{r, m.Constraints}]
+				report = c.unfit[shapeKey{r, m.Constraints, c.open}]
 				if report == nil {
 					report = c.report(r, m.Constraints)
 				}
@@ -128,12 +130,14 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 // the gang still needs of the accelerator, this member included. sc, if not
 // nil, restricts the search to one domain's nodes.
 func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope) (int, bool) {
-	key := shapeKey{r, m.Constraints}
+	key := shapeKey{r, m.Constraints, c.open}
 	if _, bad := c.unfit[key]; bad {
 		return -1, false
 	}
 	x, nodes := c.x, c.snap.Nodes
-	fits := func(n int) bool { return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible }
+	fits := func(n int) bool {
+		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible && c.mayUse(n)
+	}
 	if t != nil {
 		for _, n := range t.nodes {
 			if fits(n) {
@@ -215,6 +219,10 @@ func (c *cycle) report(r Vector, cons *Constraints) *nodeReport {
 	for n := range c.snap.Nodes {
 		if f := filter(&c.snap.Nodes[n], cons); f != feasible {
 			rep.byFilter[f]++
+			continue
+		}
+		if !c.mayUse(n) {
+			rep.byFilter[filteredReserved]++
 			continue
 		}
 		if d, over := exceeds(r, c.x.free[n]); over {

@@ -59,11 +59,21 @@ type GangStatus struct {
 	domains   *outsideDomains
 	text      string
 	blockedBy string
+	// reserved says what is reserved for the gang, if anything.
+	reserved string
 }
 
 // Message says in words why the gang waits, e.g.
 // "3/5 members fit; short 4 nvidia.com/gpu".
 func (s GangStatus) Message() string {
+	msg := s.message()
+	if s.reserved != "" {
+		msg += "; " + s.reserved
+	}
+	return msg
+}
+
+func (s GangStatus) message() string {
 	switch s.Reason {
 	case ReasonUnschedulable:
 		if s.domains != nil {

@@ -23,6 +23,10 @@ type Config struct {
 	GPU string
 	// Ordering of gangs across queues.
 	Ordering Ordering
+	// ReserveAfter, when > 0, turns on reservation with backfill under
+	// FairShare: a gang that has waited this many seconds gets nodes
+	// reserved for it (reserve.go).
+	ReserveAfter int64
 	// Topology lists node label keys from the broadest domain level to the
 	// narrowest, e.g. zone then rack; the node is the implicit narrowest
 	// level. Gangs prefer the smallest domain that holds their minimum
@@ -61,3 +65,7 @@ func New(cfg Config) (*Scheduler, error) {
 	cfg.Topology = append([]string(nil), cfg.Topology...) // the caller may reuse its slice
 	return &Scheduler{cfg: cfg}, nil
 }
+
+// Reserves reports whether the scheduler makes reservations, and so reads
+// Snapshot.Releases.
+func (s *Scheduler) Reserves() bool { return s.cfg.ReserveAfter > 0 && s.cfg.Ordering == FairShare }

@@ -48,6 +48,7 @@ type gangPolicy struct {
 	reasons map[string]string
 	touched []*gangEntry
 	said    map[string]string // last reason recorded per gang
+	reserve bool              // the core reserves: keep Snapshot.Releases
 }
 
 func newGangPolicy(s *state, sched cycler) *gangPolicy {
@@ -68,6 +69,7 @@ func (g *gangPolicy) arrive(jobs []*job) {
 			Priority:  j.spec.Priority,
 			MinMember: j.spec.MinMember,
 			Arrival:   j.spec.Submit,
+			Estimate:  j.spec.Duration,
 			Pending:   make([]core.Member, len(j.members)),
 
 			RequiredLevel: j.spec.RequiredTopology,
@@ -116,6 +118,9 @@ func (g *gangPolicy) cycle() error {
 	g.compact()
 	if len(g.entries) == 0 {
 		return nil
+	}
+	if g.reserve {
+		g.s.snap.Releases = g.s.releases(g.s.snap.Releases[:0])
 	}
 	plan, diag := g.sched.RunCycle(&g.s.snap, g.s.now)
 	g.last = diag

@@ -19,7 +19,15 @@ type Options struct {
 	// processed and the total expected (at most about every 1% of them), and
 	// once at the end with done == total.
 	Progress func(done, total int)
+	// ReserveAfter, for the phalanx policy, is how long a gang waits before
+	// nodes are reserved for it (seconds; 0: DefaultReserveAfter; < 0: no
+	// reservations). Trace durations serve as the run-time estimates.
+	ReserveAfter int64
 }
+
+// DefaultReserveAfter is the wait after which the phalanx policy reserves
+// nodes for a gang.
+const DefaultReserveAfter = 3600
 
 // Run simulates the workload under the named policy. The Result depends on
 // nothing but its arguments: the same input gives the same Result. Run does
@@ -32,7 +40,15 @@ func Run(w *workload.Workload, policy string, opt Options) (*Result, error) {
 		if policy == PolicyFIFOGang {
 			ordering = core.StrictFIFO
 		}
-		s, err := core.New(core.Config{GPU: workload.GPU, Ordering: ordering, Topology: w.Topology})
+		cfg := core.Config{GPU: workload.GPU, Ordering: ordering, Topology: w.Topology}
+		if policy == PolicyPhalanx {
+			cfg.ReserveAfter = opt.ReserveAfter
+			if cfg.ReserveAfter == 0 {
+				cfg.ReserveAfter = DefaultReserveAfter
+			}
+			cfg.ReserveAfter = max(cfg.ReserveAfter, 0)
+		}
+		s, err := core.New(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
@@ -53,7 +69,11 @@ func run(w *workload.Workload, name string, sched cycler, opt Options) (*Result,
 	}
 	var p policy
 	if sched != nil {
-		p = newGangPolicy(s, sched)
+		gp := newGangPolicy(s, sched)
+		if cs, ok := sched.(*core.Scheduler); ok {
+			gp.reserve = cs.Reserves()
+		}
+		p = gp
 	} else {
 		p = newPodByPod(s)
 	}

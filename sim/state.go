@@ -338,3 +338,22 @@ func (h *completionHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// releases appends to dst what every member of a running job gives back to
+// its node when the job is expected to end: its end is known exactly in the
+// simulator (Submit/Duration of the trace serve as estimates).
+func (s *state) releases(dst []core.Release) []core.Release {
+	for _, c := range s.completions {
+		j := &s.jobs[c.job]
+		for m := range j.members {
+			mem := &j.members[m]
+			if mem.node < 0 {
+				continue
+			}
+			amount := mem.req
+			amount[core.Pods] = 1
+			dst = append(dst, core.Release{Node: int(mem.node), Amount: amount, At: j.finish})
+		}
+	}
+	return dst
+}

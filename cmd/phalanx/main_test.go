@@ -121,7 +121,7 @@ func TestInputErrors(t *testing.T) {
 // binds part of it, which then holds a GPU idle.
 func TestSeedTFJob(t *testing.T) {
 	w := builtin(t, "seed-tfjob")
-	c, err := compare(input{w, true}, sim.Policies, io.Discard)
+	c, err := compare(input{w, true}, sim.Policies, 0, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestSeedTFJob(t *testing.T) {
 // until the new GPUs join, then runs them all.
 func TestSeedACK(t *testing.T) {
 	w := builtin(t, "seed-ack")
-	c, err := compare(input{w, true}, []string{sim.PolicyPhalanx}, io.Discard)
+	c, err := compare(input{w, true}, []string{sim.PolicyPhalanx}, 0, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type simulateConfig struct {
 	policies        []string
 	output          string // "table" or "json"
 	plot            string // "" for no plot
+	reserveAfter    int64  // seconds; < 0: no reservations (sim.Options)
 }
 
 // simulateFlags binds the flags of `phalanx simulate` to raw values.
@@ -36,6 +37,7 @@ type simulateFlags struct {
 	trace, scenario, policy, output, plot string
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
+	reserveAfter                          time.Duration
 }
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
@@ -47,6 +49,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "with --trace: `K` GPUs per node")
 	fs.IntVar(&f.maxJobs, "max-jobs", 0, "with --trace: read only the first `M` jobs (0: all)")
 	fs.IntVar(&f.nodesPerRack, "nodes-per-rack", 0, "with --trace: group nodes into racks of `R` (0: no racks); gangs prefer one rack")
+	fs.DurationVar(&f.reserveAfter, "reserve-after", sim.DefaultReserveAfter*time.Second,
+		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs known to end before it starts")
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
 	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
 	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use over time into `FILE` (.svg or .png)")
@@ -72,7 +76,7 @@ experiments users ran with TFJobs and with ACK, and shows the pods as
 Flags:
 `)
 	fs := newSimulateFlagSet(&simulateFlags{})
-	for _, n := range []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "policy", "output", "plot"} {
+	for _, n := range []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "reserve-after", "policy", "output", "plot"} {
 		f := fs.Lookup(n)
 		name, use := flag.UnquoteUsage(f)
 		fmt.Fprintf(out, "  --%s %s\n    \t%s", f.Name, name, use)
@@ -109,7 +113,14 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
-	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot}
+	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot,
+		reserveAfter: int64(f.reserveAfter / time.Second)}
+	if f.reserveAfter < 0 {
+		return cfg, usagef("--reserve-after must not be negative")
+	}
+	if cfg.reserveAfter == 0 {
+		cfg.reserveAfter = -1 // sim.Options: < 0 turns reservations off
+	}
 	switch {
 	case set["trace"] && set["scenario"]:
 		return cfg, usagef("--trace and --scenario are exclusive: give one input")
@@ -224,7 +235,7 @@ func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
 	}
 	var cs []report.Comparison
 	for _, in := range inputs {
-		c, err := compare(in, cfg.policies, stderr)
+		c, err := compare(in, cfg.policies, cfg.reserveAfter, stderr)
 		if err != nil {
 			return err
 		}
@@ -272,7 +283,7 @@ func writeTable(out io.Writer, c report.Comparison, recorded bool) error {
 
 // compare runs every policy over one input concurrently and returns the
 // results in the order of policies, reporting progress on stderr.
-func compare(in input, policies []string, stderr io.Writer) (report.Comparison, error) {
+func compare(in input, policies []string, reserveAfter int64, stderr io.Writer) (report.Comparison, error) {
 	c := report.Comparison{
 		Workload: in.w,
 		Results:  make([]*sim.Result, len(policies)),
@@ -286,7 +297,7 @@ func compare(in input, policies []string, stderr io.Writer) (report.Comparison, 
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
-			res, err := sim.Run(in.w, policy, sim.Options{Record: in.record, Progress: prog.callback(i)})
+			res, err := sim.Run(in.w, policy, sim.Options{Record: in.record, Progress: prog.callback(i), ReserveAfter: reserveAfter})
 			c.Wall[i] = time.Since(t0)
 			c.Results[i], errs[i] = res, err
 			prog.finish(i)

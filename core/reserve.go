@@ -1,0 +1,151 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Reservation with backfill, so that big gangs do not starve behind streams
+// of small ones.
+//
+// When Config.ReserveAfter (or the queue's own ReserveAfter) is set, each
+// FairShare cycle first picks the waiting gang that deserves a reservation:
+// among the gangs that have waited at least that long and are not yet
+// placed, the first by priority then arrival. It then finds the earliest time
+// T at which the gang's minimum fits, counting on the running members'
+// releases (Snapshot.Releases) in order of their expected end, and where it
+// would be placed at T. The nodes of that placement are reserved for the
+// cycle: the gang itself may use them, and so may a gang with an estimate
+// that ends by T (backfill); no other gang may. A gang without an estimate
+// never runs on reserved nodes, so it can never delay the reservation.
+// Members whose end is unknown are never counted on: if the gang cannot fit
+// without them, nothing is reserved.
+//
+// The reservation is computed afresh every cycle from the snapshot, so it
+// follows what actually happens: a job that ends early brings T forward, one
+// that overruns its estimate pushes it back. A reserved node is off limits
+// whole, even where it has room beyond what the reservation needs: simpler,
+// and never wrong about the guarantee.
+
+// reservation is the cycle's reservation, if any.
+type reservation struct {
+	gang  *Gang
+	start int64
+	nodes []bool // by node index
+	count int
+}
+
+// reserveAfter is the wait after which g deserves a reservation, or 0.
+func (c *cycle) reserveAfter(g *Gang) int64 {
+	if qs := c.queues[g.Queue]; qs != nil && qs.q.ReserveAfter > 0 {
+		return qs.q.ReserveAfter
+	}
+	return c.cfg.ReserveAfter
+}
+
+// reserve picks the gang that deserves a reservation and reserves the nodes
+// it will get as they free up.
+func (c *cycle) reserve() {
+	if c.cfg.Ordering != FairShare {
+		return
+	}
+	var cand *Gang
+	for _, g := range c.snap.Gangs {
+		if g == nil || g.Bound >= g.MinMember {
+			continue
+		}
+		after := c.reserveAfter(g)
+		if after <= 0 || c.now-g.Arrival < after {
+			continue
+		}
+		if _, bad := validate(g, c.cfg.Topology); bad {
+			continue
+		}
+		if qs := c.queues[g.Queue]; qs == nil || qs.q.Closed {
+			continue
+		}
+		if cand == nil || gangBefore(g, cand) {
+			cand = g
+		}
+	}
+	if cand == nil {
+		return
+	}
+	releases := make([]Release, 0, len(c.snap.Releases))
+	for _, r := range c.snap.Releases {
+		if r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
+			releases = append(releases, r)
+		}
+	}
+	slices.SortStableFunc(releases, func(a, b Release) int { return int(min(max(a.At-b.At, -1), 1)) })
+	// The smallest k such that the gang fits once the first k releases
+	// happened; fitting is monotone in k.
+	nodes, fits := c.fitsAfter(cand, releases)
+	if !fits {
+		return
+	}
+	k := len(releases)
+	for lo, hi := 0, len(releases); lo < hi; {
+		mid := (lo + hi) / 2
+		if ns, fits := c.fitsAfter(cand, releases[:mid]); fits {
+			hi, k, nodes = mid, mid, ns
+		} else {
+			lo = mid + 1
+		}
+	}
+	start := c.now
+	if k > 0 {
+		start = max(start, releases[k-1].At)
+	}
+	res := &reservation{gang: cand, start: start, nodes: make([]bool, len(c.snap.Nodes))}
+	for _, n := range nodes {
+		if !res.nodes[n] {
+			res.nodes[n] = true
+			res.count++
+		}
+	}
+	c.resv = res
+}
+
+// fitsAfter reports whether g's minimum fits once releases happened, and on
+// which nodes, by placing it in a cycle of its own over that future state.
+func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]int, bool) {
+	nodes := slices.Clone(c.snap.Nodes)
+	for _, r := range releases {
+		nodes[r.Node].Used = nodes[r.Node].Used.Sub(r.Amount)
+	}
+	future := &Snapshot{Resources: c.snap.Resources, Nodes: nodes}
+	fc := &cycle{cfg: c.cfg, snap: future, now: c.now,
+		x:     newFreeIndex(nodes, c.x.gpu),
+		unfit: make(map[shapeKey]*nodeReport), failedGangs: make(map[gangSignature]GangStatus)}
+	need := g.MinMember - g.Bound
+	var want Vector
+	for i := 0; i < need; i++ {
+		want = want.Add(podRequest(&g.Pending[i]))
+	}
+	t := &txn{}
+	if _, ok := fc.placeMinimum(g, g.Pending[:need], want, t); !ok {
+		return nil, false
+	}
+	return slices.Clone(t.nodes), true
+}
+
+// mayUse reports whether the gang being placed may use node n.
+func (c *cycle) mayUse(n int) bool {
+	return c.resv == nil || c.open || !c.resv.nodes[n]
+}
+
+// openFor reports whether g may use the reserved nodes: it is the reserved
+// gang, or it is expected to end before the reservation starts.
+func (c *cycle) openFor(g *Gang) bool {
+	if c.resv == nil {
+		return true
+	}
+	return g == c.resv.gang || (g.Estimate > 0 && c.now+g.Estimate <= c.resv.start)
+}
+
+// reservedText is what the reserved gang's status adds to its message.
+func (r *reservation) text(now int64) string {
+	return fmt.Sprintf("%d node(s) reserved for it; expected to start in %s", r.count, time.Duration(r.start-now)*time.Second)
+}

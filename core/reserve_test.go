@@ -1,0 +1,90 @@
+package core
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Two 8-GPU nodes: node a frees its 8 GPUs at t=100, node b holds 4 GPUs
+// until t=1000. At t=500 the big gang (2 x 8 GPUs, waiting since t=0) can
+// start only at 1000: both nodes are reserved for it. Small gangs may use
+// them only if they are expected to end by then.
+func reservationSnapshot() *Snapshot {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8), MakeNode("b").GPUs(8).UsedGPUs(4)).Gangs(
+		MakeGang("big").Members(2, GPUs(8)).Arrival(0),
+		MakeGang("short").Members(1, GPUs(4)).Arrival(400).Estimate(100),
+		MakeGang("long").Members(1, GPUs(4)).Arrival(401).Estimate(1000),
+		MakeGang("unknown").Members(1, GPUs(4)).Arrival(402),
+	).Obj()
+	s.Releases = []Release{{Node: 1, Amount: Vector{Pods: 1, gpuDim: 4}, At: 1000}}
+	return s
+}
+
+func runAt(t *testing.T, s *Snapshot, cfg Config, now int64) (Plan, Diagnostics) {
+	t.Helper()
+	sched, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sched.RunCycle(s, now)
+}
+
+func TestReservationWithBackfill(t *testing.T) {
+	plan, diag := runAt(t, reservationSnapshot(), Config{ReserveAfter: 60}, 500)
+	if diff := cmp.Diff([]string{"short"}, keys(placed(plan))); diff != "" {
+		t.Errorf("placed (-want +got):\n%s", diff)
+	}
+	got := pendingOf(diag)
+	if msg := got["big"].Message; !strings.Contains(msg, "2 node(s) reserved for it; expected to start in 8m20s") {
+		t.Errorf("big: %q does not give its reservation", msg)
+	}
+	for _, g := range []string{"long", "unknown"} {
+		if msg := got[g].Message; !strings.Contains(msg, "reserved for a waiting gang") {
+			t.Errorf("%s: %q does not say the nodes are reserved", g, msg)
+		}
+	}
+}
+
+func TestNoReservation(t *testing.T) {
+	// Off: the small gangs take what they find and the big one starves.
+	plan, _ := runAt(t, reservationSnapshot(), Config{}, 500)
+	if got := len(plan.Binds); got != 3 {
+		t.Errorf("without reservation %d binds, want 3 (every small gang)", got)
+	}
+	// Not waited long enough yet.
+	plan, _ = runAt(t, reservationSnapshot(), Config{ReserveAfter: 3600}, 500)
+	if got := len(plan.Binds); got != 3 {
+		t.Errorf("before the threshold %d binds, want 3", got)
+	}
+	// A per-queue threshold overrides the scheduler's.
+	s := reservationSnapshot()
+	s.Queues[0].ReserveAfter = 60
+	plan, _ = runAt(t, s, Config{ReserveAfter: 3600}, 500)
+	if diff := cmp.Diff([]string{"short"}, keys(placed(plan))); diff != "" {
+		t.Errorf("queue threshold: placed (-want +got):\n%s", diff)
+	}
+	// Nothing is reserved when the gang needs members whose end is unknown.
+	s = reservationSnapshot()
+	s.Releases[0].At = 0
+	plan, _ = runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if got := len(plan.Binds); got != 3 {
+		t.Errorf("unknown ends: %d binds, want 3 (no reservation)", got)
+	}
+}
+
+// When the reserved gang fits now, it gets its nodes even if gangs ordered
+// before it would take them.
+func TestReservedGangFitsNow(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8)).Queues(MakeQueue("x"), MakeQueue("y")).Gangs(
+		MakeGang("big").Queue("x").Members(1, GPUs(8)).Arrival(0),
+		MakeGang("eager").Queue("y").Priority(5).Members(1, GPUs(2)).Arrival(480),
+	).Obj()
+	// Queue x already holds a lot, so fair share would serve y first.
+	s.Queues[0].Allocated = Vector{gpuDim: 100}
+	plan, _ := runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if diff := cmp.Diff([]string{"big"}, keys(placed(plan))); diff != "" {
+		t.Errorf("placed (-want +got):\n%s", diff)
+	}
+}
