@@ -9,7 +9,8 @@ import (
 // One cycle, in plain words:
 //
 //  1. Index the nodes by free accelerators (index.go) and give every queue
-//     its deserved share (fairshare.go).
+//     its deserved share (fairshare.go). With Config.ReserveAfter, reserve
+//     nodes for the gang that has waited too long (reserve.go).
 //  2. Visit gangs in policy order: under FairShare, pop the queue with the
 //     lowest share and take its next gang by priority then arrival; under
 //     StrictFIFO, take gangs by arrival across the cluster and stop at the
