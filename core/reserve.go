@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -62,8 +63,16 @@ func (c *cycle) reserve() {
 		if _, bad := validate(g, c.cfg.Topology); bad {
 			continue
 		}
-		if qs := c.queues[g.Queue]; qs == nil || qs.q.Closed {
+		qs := c.queues[g.Queue]
+		if qs == nil || qs.q.Closed {
 			continue
+		}
+		var want Vector
+		for i := 0; i < g.MinMember-g.Bound; i++ {
+			want = want.Add(podRequest(&g.Pending[i]))
+		}
+		if _, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
+			continue // its queue would not let it run: reserving would only idle nodes
 		}
 		if cand == nil || gangBefore(g, cand) {
 			cand = g
@@ -78,7 +87,7 @@ func (c *cycle) reserve() {
 			releases = append(releases, r)
 		}
 	}
-	slices.SortStableFunc(releases, func(a, b Release) int { return int(min(max(a.At-b.At, -1), 1)) })
+	slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
 	// The smallest k such that the gang fits once the first k releases
 	// happened; fitting is monotone in k.
 	nodes, fits := c.fitsAfter(cand, releases)

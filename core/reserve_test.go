@@ -88,3 +88,16 @@ func TestReservedGangFitsNow(t *testing.T) {
 		t.Errorf("placed (-want +got):\n%s", diff)
 	}
 }
+
+// A gang its queue's capability keeps from running gets no reservation.
+func TestNoReservationBeyondCapability(t *testing.T) {
+	s := reservationSnapshot()
+	s.Queues[0].Capability[gpuDim] = 12 // big needs 16
+	plan, diag := runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if got := len(plan.Binds); got != 3 {
+		t.Errorf("%d binds, want 3: nothing reserved for a gang over its queue's capability", got)
+	}
+	if msg := pendingOf(diag)["big"].Message; strings.Contains(msg, "reserved") {
+		t.Errorf("big: %q", msg)
+	}
+}
