@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // The keys users write, spelled out here rather than taken from the
@@ -86,9 +87,9 @@ type jobBuilder struct {
 	workerCPU     string
 	workerGPUs    int64
 	labelsOnly    bool
-	kubeBatch     bool   // the PodGroup is kube-batch's (scheduling.incubator.k8s.io)
-	minMember     int32  // 0: every replica
-	minAvailable  string // labels-only: the raw label value; "": minMember
+	foreign       *schema.GroupVersionResource // the PodGroup is of this API (another scheduler's), not ours
+	minMember     int32                        // 0: every replica
+	minAvailable  string                       // labels-only: the raw label value; "": minMember
 	image         string
 }
 
@@ -121,9 +122,12 @@ func (b *jobBuilder) SchedulerName(n string) *jobBuilder  { b.schedulerName = n;
 func (b *jobBuilder) MinMember(n int32) *jobBuilder       { b.minMember = n; return b }
 func (b *jobBuilder) MinAvailable(raw string) *jobBuilder { b.minAvailable = raw; return b }
 
-// KubeBatch makes the job's PodGroup one of kube-batch's API
-// (scheduling.incubator.k8s.io), as tf-operator creates it.
-func (b *jobBuilder) KubeBatch() *jobBuilder { b.kubeBatch = true; return b }
+// ForeignPodGroup makes the job's PodGroup one of another scheduler's API,
+// such as kube-batch's or Volcano's, as tf-operator creates it.
+func (b *jobBuilder) ForeignPodGroup(api schema.GroupVersionResource) *jobBuilder {
+	b.foreign = &api
+	return b
+}
 
 func (b *jobBuilder) size() int { return b.ps + b.workers }
 

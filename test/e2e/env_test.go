@@ -160,14 +160,14 @@ func (e *env) create(b *jobBuilder) *job {
 
 // tryCreate is create for goroutines other than the test's.
 func (e *env) tryCreate(ctx context.Context, b *jobBuilder) (*job, error) {
-	if pg := b.PodGroup(); pg != nil && b.kubeBatch {
+	if pg := b.PodGroup(); pg != nil && b.foreign != nil {
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "scheduling.incubator.k8s.io/v1alpha1", "kind": "PodGroup",
+			"apiVersion": b.foreign.GroupVersion().String(), "kind": "PodGroup",
 			"metadata": map[string]any{"name": pg.Name, "namespace": e.ns},
 			"spec":     map[string]any{"minMember": int64(pg.Spec.MinMember)},
 		}}
-		if _, err := dyn.Resource(kubeBatchPodGroups).Namespace(e.ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create kube-batch PodGroup %s: %w", pg.Name, err)
+		if _, err := dyn.Resource(*b.foreign).Namespace(e.ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			return nil, fmt.Errorf("create %s PodGroup %s: %w", b.foreign.Group, pg.Name, err)
 		}
 	} else if pg != nil {
 		pg.Namespace = e.ns

@@ -12,15 +12,42 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-var kubeBatchPodGroups = schema.GroupVersionResource{Group: "scheduling.incubator.k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+// TestForeignPodGroups: tf-operator with --enable-gang-scheduling creates the
+// PodGroup of the batch scheduler it was built for, kube-batch's or
+// Volcano's, not Phalanx's. Where the cluster serves such an API, Phalanx
+// reads the gang's minMember from it: the gang waits whole, then runs whole
+// once there is room.
+func TestForeignPodGroups(t *testing.T) {
+	for _, api := range []struct {
+		name string
+		gvr  schema.GroupVersionResource
+		crd  string
+	}{
+		{"kube-batch", schema.GroupVersionResource{Group: "scheduling.incubator.k8s.io", Version: "v1alpha1", Resource: "podgroups"},
+			"testdata/kube-batch-podgroup-crd.yaml"},
+		{"volcano", schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"},
+			"testdata/volcano-podgroup-crd.yaml"},
+	} {
+		t.Run(api.name, func(t *testing.T) {
+			e := newEnv(t)
+			installForeignAPI(t, e, api.crd, api.gvr)
+			e.addNodes(kwokNodes(api.name, 2).CPU("4").Memory("16Gi").GPUs(1))
+			startScheduler(t, "kube-batch")
 
-// TestKubeBatchPodGroup: tf-operator with --enable-gang-scheduling creates
-// kube-batch's PodGroup, not Phalanx's. Where the cluster serves that API,
-// Phalanx reads the gang's minMember from it: the gang waits whole, then
-// runs whole once there is room.
-func TestKubeBatchPodGroup(t *testing.T) {
-	e := newEnv(t)
-	crds, err := readManifests("testdata/kube-batch-podgroup-crd.yaml")
+			j := e.create(tfJob("tfjob").PS(1).Workers(3).GPUsPerWorker(1).SchedulerName("kube-batch").ForeignPodGroup(api.gvr))
+			e.eventually(30*time.Second, "the pods say the gang is one GPU short",
+				e.podsCondition(j, "PodScheduled", "False", "3/4 members fit", "short 1 nvidia.com/gpu"))
+			e.consistently(holdStill, "the gang to stay whole-pending", e.noneBound(j))
+			e.addNodes(kwokNodes(api.name+"-more", 1).CPU("4").Memory("16Gi").GPUs(1))
+			e.eventually(time.Minute, "the gang runs whole", e.running(j))
+		})
+	}
+}
+
+// installForeignAPI installs the CRD in file and waits until its API serves.
+func installForeignAPI(t *testing.T, e *env, file string, gvr schema.GroupVersionResource) {
+	t.Helper()
+	crds, err := readManifests(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,19 +57,10 @@ func TestKubeBatchPodGroup(t *testing.T) {
 		}
 	}
 	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(kubeBatchPodGroups).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+		_, err := dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("kube-batch's PodGroup API not served: %v", err)
+		t.Fatalf("%s not served: %v", gvr, err)
 	}
-	e.addNodes(kwokNodes("kb", 2).CPU("4").Memory("16Gi").GPUs(1))
-	startScheduler(t, "kube-batch")
-
-	j := e.create(tfJob("tfjob").PS(1).Workers(3).GPUsPerWorker(1).SchedulerName("kube-batch").KubeBatch())
-	e.eventually(30*time.Second, "the pods say the gang is one GPU short",
-		e.podsCondition(j, "PodScheduled", "False", "3/4 members fit", "short 1 nvidia.com/gpu"))
-	e.consistently(holdStill, "the gang to stay whole-pending", e.noneBound(j))
-	e.addNodes(kwokNodes("kb-more", 1).CPU("4").Memory("16Gi").GPUs(1))
-	e.eventually(time.Minute, "the gang runs whole", e.running(j))
 }
