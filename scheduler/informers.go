@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/client/informers/externalversions"
@@ -142,8 +141,6 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 		case <-done:
 			s.drain()
 			return synced, nil
-		case <-time.After(time.Minute):
-			// keep waiting; WaitForCacheSync returns when ctx ends
 		}
 	}
 }

@@ -154,7 +154,7 @@ func queueAnnotation(p *corev1.Pod) string {
 // Snapshot builds the core's snapshot of the current state and the views of
 // the gangs it contains, keyed by gang key.
 func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
-	snap := &core.Snapshot{Resources: s.res.names}
+	snap := &core.Snapshot{}
 	order := s.sortedNodes()
 	snap.Nodes = make([]core.Node, 0, len(order))
 	for _, name := range order {
@@ -205,6 +205,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		snap.Queues = append(snap.Queues, core.Queue{Name: name, Weight: int64(max(q.Spec.Weight, 1)),
 			Capability: capability, Guarantee: guarantee, Allocated: allocated[name], Closed: q.Spec.State == v1alpha1.QueueClosed})
 	}
+	// Last: converting queue limits may have registered a resource.
 	snap.Resources = s.res.names
 	return snap, views
 }

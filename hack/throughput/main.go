@@ -188,7 +188,7 @@ func measure(ctx context.Context, kube kubernetes.Interface, c config, ns, name 
 	seen := sync.Map{}
 	done := make(chan struct{})
 	var closeOnce sync.Once
-	inf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "pods", ns, fieldsEverything()),
+	inf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(kube.CoreV1().RESTClient(), "pods", ns, fields.Everything()),
 		&corev1.Pod{}, 0, cache.Indexers{})
 	count := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
@@ -293,8 +293,6 @@ func deletePods(ctx context.Context, kube kubernetes.Interface, ns string) error
 	}
 	return fmt.Errorf("pods of %s not deleted after 10 minutes", ns)
 }
-
-func fieldsEverything() fields.Selector { return fields.Everything() }
 
 // installCRDs creates (or leaves as they are) the CRDs in dir and waits
 // until the API serves them.
