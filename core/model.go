@@ -111,6 +111,9 @@ type Queue struct {
 	// ReserveAfter, when > 0, overrides Config.ReserveAfter for the gangs of
 	// this queue.
 	ReserveAfter int64
+	// NoReclaim keeps other queues from reclaiming what this queue's gangs
+	// hold, even beyond its deserved share (preempt.go).
+	NoReclaim bool
 }
 
 // Member is one pod of a gang that is waiting for a node.
@@ -150,6 +153,9 @@ type Gang struct {
 	// seconds; 0 means unknown. Only gangs with an estimate may backfill
 	// nodes reserved for another gang (reserve.go).
 	Estimate int64
+	// NoPreempt: the gang never evicts others to make room for itself
+	// (Kubernetes' preemptionPolicy: Never).
+	NoPreempt bool
 }
 
 // Release is what a running member will give back to its node when it is
@@ -164,6 +170,48 @@ type Release struct {
 	At int64
 }
 
+// Running is a gang with members holding nodes: the victims preemption and
+// reclaim choose from (preempt.go).
+type Running struct {
+	// Gang is the gang's ID; the same gang may also be in Snapshot.Gangs if
+	// it has members pending.
+	Gang      string
+	Queue     string
+	Priority  int32
+	MinMember int
+	// Members hold nodes now, terminating ones included.
+	Members []Placed
+}
+
+// Placed is a member holding a node.
+type Placed struct {
+	Name string
+	// Node indexes Snapshot.Nodes.
+	Node int
+	// Request is the member's request, without its pod slot.
+	Request Vector
+	// Start is when the member started running; the run time an eviction
+	// loses is counted from it.
+	Start int64
+	// Terminating members are being evicted: they still use their node
+	// (Node.Used counts them) but will free it soon. They are never chosen
+	// as victims again, and preemption counts on what they free.
+	Terminating bool
+}
+
+// Hold keeps resources on a node for one gang: no other gang may use them.
+// A hold is made for a preemptor whose victims are terminating (Plan.Holds),
+// or by the caller for the replacement of a member that failed while its gang
+// was running. The caller keeps a hold for as long as it should last and
+// passes it in every snapshot; the core applies it as given, clipped to
+// what is free on the node.
+type Hold struct {
+	Gang string
+	// Node indexes Snapshot.Nodes.
+	Node   int
+	Amount Vector
+}
+
 // Snapshot is the state one cycle decides over. The core only reads it.
 type Snapshot struct {
 	Resources ResourceNames
@@ -175,4 +223,9 @@ type Snapshot struct {
 	// Releases of running members, in any order; used only when
 	// reservations are on (Config.ReserveAfter).
 	Releases []Release
+	// Running gangs, in any order; used only when preemption is on
+	// (Config.Preemption).
+	Running []Running
+	// Holds in force.
+	Holds []Hold
 }

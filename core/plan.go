@@ -9,11 +9,30 @@ type Bind struct {
 	Node   string
 }
 
+// Eviction removes a running member to make room for a preemptor.
+type Eviction struct {
+	Gang   string
+	Member string
+	Node   string
+	// Preemptor is the gang the room is made for.
+	Preemptor string
+	// Reclaim is true when the victim's queue is not the preemptor's.
+	Reclaim bool
+}
+
 // Plan is what a cycle decided. The caller carries it out through its own
 // executor and reports the results back as state in the next snapshot.
 type Plan struct {
 	// Binds in the order they were decided; a gang's binds are contiguous.
 	Binds []Bind
+	// Evictions in the order they were decided; a victim gang's evictions
+	// are contiguous.
+	Evictions []Eviction
+	// Holds the cycle asks the caller to keep, for preemptors waiting for
+	// their victims to terminate: pass them in the following snapshots
+	// until the gang is placed or a grace period (the victims' plus a
+	// margin) has passed. A gang's holds replace any it had before.
+	Holds []Hold
 }
 
 // Reason classifies why a gang is still pending.
@@ -38,6 +57,9 @@ const (
 	// ReasonBlocked: a strict-order policy stops at an earlier gang that
 	// does not fit.
 	ReasonBlocked Reason = "Blocked"
+	// ReasonPreempting: the gang fits once members the cycle evicts, or
+	// evicted before, have terminated; what they free is held for it.
+	ReasonPreempting Reason = "Preempting"
 )
 
 // GangStatus says why one gang is still pending after a cycle. Its fields

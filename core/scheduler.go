@@ -32,6 +32,9 @@ type Config struct {
 	// level. Gangs prefer the smallest domain that holds their minimum
 	// (topology.go). Keys must be non-empty and distinct.
 	Topology []string
+	// Preemption turns on, under FairShare, preemption within a queue by
+	// priority and reclaim across queues by fair share (preempt.go).
+	Preemption bool
 }
 
 // DefaultGPU is the accelerator resource used when Config.GPU is empty.
