@@ -23,10 +23,18 @@ import (
 //  4. When every gang has had its turn, place the elastic members (beyond
 //     MinMember) of satisfied gangs one by one, in the same order, so that no
 //     gang's extras take room another gang's minimum needed.
+//  5. With Config.Preemption, look for victims among running gangs for each
+//     gang whose minimum found no room (preempt.go): evictions and holds go
+//     into the plan; nothing is bound for the preemptor until its victims are
+//     gone.
 //
-// Resources only ever get scarcer within a cycle (evictions are planned, not
-// applied), so a member shape that found no node stays unplaceable for the
-// rest of the cycle; the cycle remembers such shapes and fails them at once.
+// Holds (hold.go) are taken out of the free index before step 1 and opened
+// only for the gang that holds them.
+// Resources only ever get scarcer within steps 2 to 4 (evictions are
+// planned, not applied; a hold opened for its gang is a view keyed apart), so
+// a member shape that found no node stays unplaceable for the rest of them;
+// the cycle remembers such shapes and fails them at once. Step 5 gives room
+// back in trials and forgets them before each.
 
 // RunCycle decides one scheduling cycle over snap at time now and returns
 // the plan and why every gang left pending waits. It does not modify snap.
@@ -34,6 +42,7 @@ import (
 func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 	c := newCycle(s, snap)
 	c.now = now
+	c.applyHolds()
 	c.reserve()
 	switch s.cfg.Ordering {
 	case StrictFIFO:
@@ -42,6 +51,7 @@ func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 		c.runFairShare()
 	}
 	c.placeElastic()
+	c.preempt()
 	return c.plan, c.diag
 }
 
@@ -67,6 +77,16 @@ type cycle struct {
 	// gang being placed may use the reserved nodes.
 	resv *reservation
 	open bool
+	// holds in force, by gang ID, and the gang whose holds are open now
+	// (hold.go).
+	holds  map[string][]*held
+	holder *Gang
+	// stuck lists, in visit order, the gangs whose minimum found no room:
+	// the candidates for preemption (preempt.go).
+	stuck []stuckGang
+	// trialing is set while preemption tries placements it will roll back:
+	// failures need no node report.
+	trialing bool
 }
 
 type elastic struct {
@@ -255,13 +275,16 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		return false
 	}
 	c.open = c.openFor(g)
+	c.openHolds(g)
 	defer func() { c.open = false }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
-	sig.shape.open = c.open
+	sig.shape.open, sig.shape.holder = c.open, c.holder
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
+			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
 			c.diag.Pending = append(c.diag.Pending, st)
+			c.closeHolds()
 			return false
 		}
 	}
@@ -270,12 +293,17 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		if c.resv != nil && c.resv.gang == g {
 			st.reserved = c.resv.text(c.now)
 		}
+		if st.Reason == ReasonUnschedulable {
+			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
+		}
 		c.diag.Pending = append(c.diag.Pending, st)
 		if uniform {
 			c.failedGangs[sig] = st
 		}
+		c.closeHolds()
 		return false
 	}
+	c.releaseHolds()
 	for _, p := range t.placed {
 		c.plan.Binds = append(c.plan.Binds, Bind{Gang: g.ID, Member: g.Pending[p.member].Name, Node: c.snap.Nodes[p.node].Name})
 	}
@@ -289,6 +317,9 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 // beyond what MinMember required.
 func (c *cycle) placeElastic() {
 	for _, e := range c.satisfied {
+		if e.from < len(e.g.Pending) {
+			c.openHolds(e.g)
+		}
 		for i := e.from; i < len(e.g.Pending); i++ {
 			m := &e.g.Pending[i]
 			r := podRequest(m)
@@ -303,6 +334,7 @@ func (c *cycle) placeElastic() {
 			e.qs.allocated = e.qs.allocated.Add(r)
 			c.plan.Binds = append(c.plan.Binds, Bind{Gang: e.g.ID, Member: m.Name, Node: c.snap.Nodes[n].Name})
 		}
+		c.closeHolds()
 	}
 }
 

@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,7 +81,8 @@ func TestCycleInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
 			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology},
-			{Ordering: FairShare, ReserveAfter: 1}} {
+			{Ordering: FairShare, ReserveAfter: 1}, {Ordering: FairShare, Preemption: true},
+			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Topology: randomTopology}} {
 			o := cfg.Ordering
 			s := randomSnapshot(seed, 30+int(seed)*3, 150, 9)
 			if cfg.Topology != nil {
@@ -91,6 +93,10 @@ func TestCycleInvariants(t *testing.T) {
 				addReleases(s, seed)
 				o += 4
 			}
+			if cfg.Preemption {
+				addRunning(s, seed)
+				o += 8
+			}
 			sched, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -98,6 +104,7 @@ func TestCycleInvariants(t *testing.T) {
 			run := func(*testing.T, *Snapshot, Ordering) (Plan, Diagnostics) { return sched.RunCycle(s, 1000) }
 			plan, diag := run(t, s, o)
 			checkPlan(t, fmt.Sprintf("seed %d ordering %d", seed, o), s, plan, diag)
+			checkPreemption(t, fmt.Sprintf("seed %d ordering %d", seed, o), s, plan, diag)
 			plan2, diag2 := run(t, s, o)
 			if diff := cmp.Diff(plan, plan2); diff != "" {
 				t.Fatalf("seed %d: plans differ between two runs:\n%s", seed, diff)
@@ -220,6 +227,14 @@ func BenchmarkCycle5000NodesTopology(b *testing.B) {
 	benchCycle(b, Config{Topology: randomTopology}, s)
 }
 
+// BenchmarkCycle5000NodesPreemption adds running gangs of random priority
+// and queue on the used nodes, and preemption.
+func BenchmarkCycle5000NodesPreemption(b *testing.B) {
+	s := randomSnapshot(42, 5000, 20000, 16)
+	addRunning(s, 42)
+	benchCycle(b, Config{Preemption: true}, s)
+}
+
 func benchCycle(b *testing.B, cfg Config, s *Snapshot) {
 	sched, err := New(cfg)
 	if err != nil {
@@ -235,6 +250,9 @@ func benchCycle(b *testing.B, cfg Config, s *Snapshot) {
 	b.ReportMetric(float64(len(plan.Binds)), "binds")
 	b.ReportMetric(float64(len(diag.Pending)), "pending-gangs")
 	b.ReportMetric(float64(len(s.Gangs)), "gangs")
+	if cfg.Preemption {
+		b.ReportMetric(float64(len(plan.Evictions)), "evictions")
+	}
 }
 
 func TestMulDivDoesNotOverflow(t *testing.T) {
@@ -265,6 +283,130 @@ func addReleases(s *Snapshot, seed uint64) {
 	for _, g := range s.Gangs {
 		if r.IntN(3) > 0 {
 			g.Estimate = int64(1 + r.IntN(6000))
+		}
+	}
+}
+
+// addRunning turns what randomSnapshot's nodes use into running gangs of one
+// to three members, in random queues with random priorities, a few of them
+// terminating.
+func addRunning(s *Snapshot, seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 13))
+	queue := map[string]int{}
+	for i, q := range s.Queues {
+		queue[q.Name] = i
+	}
+	var cur *Running
+	for i := range s.Nodes {
+		used := s.Nodes[i].Used
+		if used.IsZero() {
+			continue
+		}
+		if cur == nil || len(cur.Members) == 3 || r.IntN(2) == 0 {
+			q := s.Queues[r.IntN(len(s.Queues))].Name
+			s.Running = append(s.Running, Running{Gang: fmt.Sprintf("run%04d", len(s.Running)), Queue: q, Priority: int32(r.IntN(3))})
+			cur = &s.Running[len(s.Running)-1]
+		}
+		req := used
+		req[Pods] = 0
+		cur.Members = append(cur.Members, Placed{Name: fmt.Sprintf("%s-%d", cur.Gang, len(cur.Members)), Node: i,
+			Request: req, Start: int64(r.IntN(1000)), Terminating: r.IntN(10) == 0})
+		cur.MinMember = 1 + r.IntN(len(cur.Members))
+		s.Queues[queue[cur.Queue]].Allocated = s.Queues[queue[cur.Queue]].Allocated.Add(withPod(req))
+	}
+}
+
+// checkPreemption checks the evictions and holds of plan: victims are
+// running, evictable members; no gang is left below its minimum; victims are
+// of lower priority in the preemptor's queue, elastic members of equal
+// priority, or of another queue (reclaim); and every preemptor's holds fit on
+// its nodes once its victims and the terminating members are gone.
+func checkPreemption(t *testing.T, name string, s *Snapshot, plan Plan, diag Diagnostics) {
+	t.Helper()
+	if len(plan.Evictions) == 0 && len(plan.Holds) == 0 {
+		return
+	}
+	gangs := map[string]*Gang{}
+	for _, g := range s.Gangs {
+		gangs[g.ID] = g
+	}
+	running := map[string]*Running{}
+	for i := range s.Running {
+		running[s.Running[i].Gang] = &s.Running[i]
+	}
+	nodeIdx := map[string]int{}
+	for i := range s.Nodes {
+		nodeIdx[s.Nodes[i].Name] = i
+	}
+	free := make([]Vector, len(s.Nodes))
+	for i := range s.Nodes {
+		free[i] = s.Nodes[i].Allocatable.Sub(s.Nodes[i].Used)
+	}
+	for _, r := range s.Running {
+		for _, m := range r.Members {
+			if m.Terminating {
+				free[m.Node] = free[m.Node].Add(withPod(m.Request))
+			}
+		}
+	}
+	evicted, by := map[string]int{}, map[string]string{}
+	seen := map[string]bool{}
+	for _, e := range plan.Evictions {
+		r, g := running[e.Gang], gangs[e.Preemptor]
+		if r == nil || g == nil {
+			t.Fatalf("%s: eviction %+v names an unknown gang", name, e)
+		}
+		i := slices.IndexFunc(r.Members, func(m Placed) bool { return m.Name == e.Member })
+		if i < 0 || r.Members[i].Terminating || seen[e.Member] || s.Nodes[r.Members[i].Node].Name != e.Node {
+			t.Fatalf("%s: eviction %+v is not of a running member on its node, or repeats", name, e)
+		}
+		seen[e.Member] = true
+		evicted[e.Gang]++
+		by[e.Gang] = e.Preemptor
+		free[r.Members[i].Node] = free[r.Members[i].Node].Add(withPod(r.Members[i].Request))
+		switch {
+		case r.Queue != g.Queue:
+			if !e.Reclaim {
+				t.Fatalf("%s: eviction %+v crosses queues but is not a reclaim", name, e)
+			}
+		case r.Priority > g.Priority:
+			t.Fatalf("%s: %s (priority %d) evicts %s of priority %d", name, g.ID, g.Priority, e.Gang, r.Priority)
+		}
+	}
+	for id, n := range evicted {
+		r := running[id]
+		alive := 0
+		for _, m := range r.Members {
+			if !m.Terminating {
+				alive++
+			}
+		}
+		if n < alive && alive-n < r.MinMember {
+			t.Fatalf("%s: gang %s left with %d of minMember %d", name, id, alive-n, r.MinMember)
+		}
+		if g := gangs[by[id]]; n == alive && r.Queue == g.Queue && r.Priority == g.Priority {
+			t.Fatalf("%s: %s evicts the whole of %s, of equal priority", name, g.ID, id)
+		}
+	}
+	for _, b := range plan.Binds {
+		g := gangs[b.Gang]
+		for _, m := range g.Pending {
+			if m.Name == b.Member {
+				free[nodeIdx[b.Node]] = free[nodeIdx[b.Node]].Sub(podRequest(&m))
+			}
+		}
+	}
+	status := map[string]GangStatus{}
+	for _, st := range diag.Pending {
+		status[st.Gang] = st
+	}
+	for _, h := range plan.Holds {
+		if st := status[h.Gang]; st.Reason != ReasonPreempting {
+			t.Fatalf("%s: hold for %s, whose status is %v", name, h.Gang, st.Reason)
+		}
+		free[h.Node] = free[h.Node].Sub(h.Amount)
+		if !(Vector{}).Fits(free[h.Node]) {
+			t.Fatalf("%s: holds on %s exceed what is free once the victims are gone: %v", name, s.Nodes[h.Node].Name, free[h.Node])
 		}
 	}
 }

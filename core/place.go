@@ -26,6 +26,8 @@ type shapeKey struct {
 	c   *Constraints
 	// open: the member may use reserved nodes (reserve.go).
 	open bool
+	// holder: the gang whose holds are open to the member (hold.go).
+	holder *Gang
 }
 
 type placement struct {
@@ -91,8 +93,8 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 				if sc != nil {
 					break // the caller wants no details, only the roll back
 				}
-				report = c.unfit[shapeKey{r, m.Constraints, c.open}]
-				if report == nil {
+				report = c.unfit[shapeKey{r, m.Constraints, c.open, c.holder}]
+				if report == nil && !c.trialing {
 					report = c.report(r, m.Constraints)
 				}
 			}
@@ -130,7 +132,7 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 // the gang still needs of the accelerator, this member included. sc, if not
 // nil, restricts the search to one domain's nodes.
 func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope) (int, bool) {
-	key := shapeKey{r, m.Constraints, c.open}
+	key := shapeKey{r, m.Constraints, c.open, c.holder}
 	if _, bad := c.unfit[key]; bad {
 		return -1, false
 	}
@@ -165,7 +167,11 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 			}
 		}
 	}
-	if t == nil || len(t.placed) == 0 {
+	switch {
+	case t != nil && len(t.placed) > 0:
+	case c.trialing:
+		c.unfit[key] = nil // no one reads the report of a trial
+	default:
 		c.unfit[key] = c.report(r, m.Constraints)
 	}
 	return -1, false

@@ -124,6 +124,14 @@ func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]int, bool) {
 	for _, r := range releases {
 		nodes[r.Node].Used = nodes[r.Node].Used.Sub(r.Amount)
 	}
+	for id, hs := range c.holds {
+		if id == g.ID {
+			continue
+		}
+		for _, h := range hs {
+			nodes[h.node].Used = nodes[h.node].Used.Add(h.amount) // held for its gang from now on
+		}
+	}
 	future := &Snapshot{Resources: c.snap.Resources, Nodes: nodes}
 	fc := &cycle{cfg: c.cfg, snap: future, now: c.now,
 		x:     newFreeIndex(nodes, c.x.gpu),

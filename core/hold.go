@@ -1,0 +1,112 @@
+package core
+
+// Holds keep resources on a node for one gang (Snapshot.Holds).
+//
+// At the start of a cycle every hold is taken out of its node's free
+// resources, clipped to what is free there: resources still used by a
+// terminating member cannot be held yet, and a later cycle, after the member
+// is gone, holds them. To every other gang the held resources look used.
+// When the holding gang's turn comes its holds are opened, given back to the
+// free index for its placement; if it is placed they are spent, and what it
+// left unused is free for the rest of the cycle; if not, they are taken back.
+//
+// A shape of member that found no node while some gang's holds were open may
+// fit when they are closed, and the reverse; the cycle's memo of unplaceable
+// shapes is therefore keyed on the holder too (shapeKey.holder).
+
+type holdState uint8
+
+const (
+	holdApplied  holdState = iota // taken out of the node's free resources
+	holdOpen                      // given back while its gang is placed
+	holdReleased                  // its gang was placed: free to all
+)
+
+// held is one hold as the cycle applies it.
+type held struct {
+	node int
+	// amount is what the hold asks for; applied what is taken out of the
+	// node's free resources now (amount clipped to what was free).
+	amount, applied Vector
+	state           holdState
+}
+
+// applyHolds takes every hold of the snapshot out of the free index.
+func (c *cycle) applyHolds() {
+	for _, h := range c.snap.Holds {
+		if h.Node < 0 || h.Node >= len(c.snap.Nodes) {
+			continue
+		}
+		if c.holds == nil {
+			c.holds = make(map[string][]*held)
+		}
+		hd := &held{node: h.Node, amount: h.Amount, applied: clip(h.Amount, c.x.free[h.Node])}
+		c.x.take(h.Node, hd.applied)
+		c.holds[h.Gang] = append(c.holds[h.Gang], hd)
+	}
+}
+
+// clip returns want limited, dimension by dimension, to what is free, and
+// never negative.
+func clip(want, free Vector) Vector {
+	for d := range want {
+		want[d] = min(max(want[d], 0), max(free[d], 0))
+	}
+	return want
+}
+
+// openHolds gives g's applied holds back to the free index and makes g the
+// holder, if it has any.
+func (c *cycle) openHolds(g *Gang) {
+	for _, h := range c.holds[g.ID] {
+		if h.state == holdApplied {
+			c.x.give(h.node, h.applied)
+			h.state = holdOpen
+			c.holder = g
+		}
+	}
+}
+
+// closeHolds takes back what the holder left of its open holds.
+func (c *cycle) closeHolds() {
+	if c.holder == nil {
+		return
+	}
+	for _, h := range c.holds[c.holder.ID] {
+		if h.state == holdOpen {
+			h.applied = clip(h.applied, c.x.free[h.node])
+			c.x.take(h.node, h.applied)
+			h.state = holdApplied
+		}
+	}
+	c.holder = nil
+}
+
+// releaseHolds leaves the holder's open holds free: it was placed.
+func (c *cycle) releaseHolds() {
+	if c.holder == nil {
+		return
+	}
+	for _, h := range c.holds[c.holder.ID] {
+		if h.state == holdOpen {
+			h.state = holdReleased
+		}
+	}
+	c.holder = nil
+}
+
+// reapplyHolds clips every applied hold afresh to what is free now; the
+// preemption phase calls it once it has counted terminating members' room as
+// free, so that a preemptor's holds cover the room its victims free.
+func (c *cycle) reapplyHolds() {
+	for _, hs := range c.holds {
+		for _, h := range hs {
+			if h.state != holdApplied {
+				continue
+			}
+			c.x.give(h.node, h.applied)
+			h.applied = clip(h.amount, c.x.free[h.node])
+			c.x.take(h.node, h.applied)
+		}
+	}
+}

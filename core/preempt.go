@@ -1,0 +1,458 @@
+package core
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Preemption within a queue and reclaim across queues, both gang-aware.
+//
+// With Config.Preemption, once every gang has had its turn, the cycle looks
+// again at the gangs whose minimum found no room (not those refused by their
+// queue's capability, nor invalid ones), in the order it visited them, and
+// asks for each whether evicting running members would make room:
+//
+//   - A victim is a unit: a running gang whole, or one member above its
+//     MinMember (an elastic member). A running gang is never left with fewer
+//     than MinMember members.
+//   - Preemption: a unit of the preemptor's own queue whose gang has a lower
+//     priority; an elastic member also when the priority is equal, since one
+//     gang's minimum matters more than another's extras.
+//   - Reclaim: a unit of another queue that is over its deserved share
+//     (fairshare.go), while the preemptor's queue stays within its own once
+//     the preemptor runs; never from a queue marked NoReclaim. As units are
+//     taken, a victim queue that falls to its deserved share gives no more.
+//   - Units are ranked cheapest first: lowest priority, then least run time
+//     lost (member-seconds, each member weighted by its accelerators), then
+//     elastic members before whole gangs, then name. The cycle finds the
+//     shortest prefix of that ranking after whose eviction the preemptor's
+//     minimum is placed, by binary search on trial placements, then drops
+//     from the set, most expensive first, every unit it can do without.
+//   - Nothing is evicted unless the trial placement succeeded: the preemptor
+//     is known to fit once its victims are gone. Its placement is held for
+//     it (Plan.Holds) while they terminate, and what the victims still use
+//     is counted as theirs until then. Members already terminating are not
+//     victims again; their room counts as free for this phase, so a
+//     preemptor that fits once they are gone waits rather than evicting
+//     more.
+//
+// No ping-pong: a victim of preemption has a lower priority than its
+// preemptor, so it can never preempt it back; a victim of reclaim belongs to
+// a queue over its deserved share, and its preemptor's queue stays within
+// its own, so the victim's queue cannot reclaim from it in turn while the
+// shares stand.
+//
+// Gangs without estimated ends are as good victims as any: preemption does
+// not use estimates.
+
+// unit is one candidate victim.
+type unit struct {
+	run     *Running
+	qs      *queueState
+	members []int // indexes into run.Members
+	whole   bool
+	lost    int64
+	amount  Vector // requests of members, pod slots included
+	taken   bool
+	id      int // position in preemption.units
+}
+
+// stuckGang is a gang whose minimum found no room in the cycle; status
+// indexes its entry in Diagnostics.Pending.
+type stuckGang struct {
+	g      *Gang
+	qs     *queueState
+	status int
+}
+
+type preemptKey struct {
+	sig      gangSignature
+	queue    *queueState
+	priority int32
+}
+
+// preemption is the state of the cycle's preemption phase.
+type preemption struct {
+	units []*unit
+	// freed[r][m] is the unit whose trial freed member m of running gang r,
+	// -1 if none; evicted members are marked with -2.
+	freed  [][]int
+	runIdx map[*Running]int
+	failed map[preemptKey]bool
+	// terminating counts members being evicted by earlier cycles.
+	terminating int
+}
+
+const (
+	notFreed = -1
+	evicted  = -2
+)
+
+func (c *cycle) preempt() {
+	if !c.cfg.Preemption || c.cfg.Ordering != FairShare || len(c.stuck) == 0 || len(c.snap.Running) == 0 {
+		return
+	}
+	p := &preemption{runIdx: make(map[*Running]int, len(c.snap.Running)), failed: make(map[preemptKey]bool)}
+	c.dealAll()
+	c.unfit = make(map[shapeKey]*nodeReport) // room is given back below: forget what found none
+	gpu := c.x.gpu
+	for ri := range c.snap.Running {
+		r := &c.snap.Running[ri]
+		p.runIdx[r] = ri
+		freed := make([]int, len(r.Members))
+		p.freed = append(p.freed, freed)
+		var alive []int
+		for mi := range r.Members {
+			m := &r.Members[mi]
+			freed[mi] = notFreed
+			if m.Node < 0 || m.Node >= len(c.snap.Nodes) {
+				freed[mi] = evicted // unknown node: not ours to evict
+				continue
+			}
+			if m.Terminating {
+				c.x.give(m.Node, withPod(m.Request))
+				freed[mi] = evicted
+				p.terminating++
+				continue
+			}
+			alive = append(alive, mi)
+		}
+		qs := c.queues[r.Queue]
+		if qs == nil || len(alive) == 0 {
+			continue
+		}
+		// Elastic members, latest started first: they lose the least.
+		slices.SortStableFunc(alive, func(a, b int) int { return cmp.Compare(r.Members[b].Start, r.Members[a].Start) })
+		for k := 0; k < len(alive)-r.MinMember; k++ {
+			p.units = append(p.units, c.newUnit(r, qs, alive[k:k+1], false, gpu))
+		}
+		p.units = append(p.units, c.newUnit(r, qs, alive, true, gpu))
+	}
+	c.reapplyHolds()
+	slices.SortStableFunc(p.units, func(a, b *unit) int {
+		if a.run.Priority != b.run.Priority {
+			return cmp.Compare(a.run.Priority, b.run.Priority)
+		}
+		if a.lost != b.lost {
+			return cmp.Compare(a.lost, b.lost)
+		}
+		if a.whole != b.whole {
+			if a.whole {
+				return 1
+			}
+			return -1
+		}
+		if a.run.Gang != b.run.Gang {
+			return strings.Compare(a.run.Gang, b.run.Gang)
+		}
+		return strings.Compare(a.run.Members[a.members[0]].Name, b.run.Members[b.members[0]].Name)
+	})
+	for i, u := range p.units {
+		u.id = i
+	}
+	for _, s := range c.stuck {
+		c.preemptFor(p, s)
+	}
+}
+
+func (c *cycle) newUnit(r *Running, qs *queueState, members []int, whole bool, gpu int) *unit {
+	u := &unit{run: r, qs: qs, members: slices.Clone(members), whole: whole}
+	for _, mi := range members {
+		m := &r.Members[mi]
+		w := int64(1)
+		if gpu >= 0 && m.Request[gpu] > 0 {
+			w = m.Request[gpu]
+		}
+		u.lost += max(c.now-m.Start, 0) * w
+		u.amount = u.amount.Add(withPod(m.Request))
+	}
+	return u
+}
+
+// withPod is a request with the pod slot it takes.
+func withPod(r Vector) Vector {
+	r[Pods] = 1
+	return r
+}
+
+// dealAll computes every queue's deserved share over the whole cluster,
+// counting what queues without pending gangs hold as their demand.
+func (c *cycle) dealAll() {
+	var total Vector
+	for i := range c.snap.Nodes {
+		if !c.snap.Nodes[i].Unschedulable {
+			total = total.Add(c.snap.Nodes[i].Allocatable)
+		}
+	}
+	for _, qs := range c.order {
+		if len(qs.gangs) == 0 {
+			qs.demand = qs.q.Allocated
+		}
+	}
+	deal(c.order, total)
+}
+
+// overused reports whether v, what a queue holds, is beyond what it
+// deserves in some resource.
+func overused(v, deserved Vector) bool {
+	for d := range v {
+		if d != Pods && v[d] > deserved[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// preemptFor looks for victims that make room for s.g, and evicts them if
+// it finds a set.
+func (c *cycle) preemptFor(p *preemption, s stuckGang) {
+	g, qs := s.g, s.qs
+	if g.NoPreempt {
+		return
+	}
+	need := g.MinMember - g.Bound
+	members := g.Pending[:need]
+	var want Vector
+	for i := range members {
+		want = want.Add(podRequest(&members[i]))
+	}
+	sig, uniform := signatureOf(members, g.RequiredLevel)
+	key := preemptKey{sig: sig, queue: qs, priority: g.Priority}
+	if uniform && p.failed[key] {
+		return
+	}
+	c.open = c.openFor(g)
+	c.openHolds(g)
+	defer func() {
+		c.open = false
+		c.closeHolds()
+	}()
+	t := &c.scratch
+
+	// Room that terminating members free may already be enough.
+	if p.terminating > 0 {
+		clear(c.unfit)
+		if _, ok := c.placeMinimum(g, members, want, t); ok {
+			c.commitPreemption(p, s, want, nil, t)
+			return
+		}
+	}
+	cands := c.eligible(p, g, qs, want)
+	if len(cands) == 0 {
+		if uniform {
+			p.failed[key] = true
+		}
+		return
+	}
+	// Not enough room in total even with every candidate gone: no trial.
+	room := c.x.total
+	for _, u := range cands {
+		room = room.Add(u.amount)
+	}
+	if !want.Fits(room) {
+		if uniform {
+			p.failed[key] = true
+		}
+		return
+	}
+	given := 0 // cands[:given] are freed in the index
+	setPrefix := func(k int) {
+		for ; given < k; given++ {
+			c.freeUnit(p, cands[given])
+		}
+		for ; given > k; given-- {
+			c.unfreeUnit(p, cands[given-1])
+		}
+	}
+	setPrefix(len(cands))
+	if !c.trial(g, members, want, t) {
+		setPrefix(0)
+		if uniform {
+			p.failed[key] = true
+		}
+		return
+	}
+	k := len(cands)
+	for lo, hi := 0, len(cands)-1; lo <= hi; {
+		mid := (lo + hi) / 2
+		setPrefix(mid)
+		if c.trial(g, members, want, t) {
+			k, hi = mid, mid-1
+		} else {
+			lo = mid + 1
+		}
+	}
+	setPrefix(k)
+	chosen := slices.Clone(cands[:k])
+	// Drop, most expensive first, every unit the preemptor does without.
+	const maxDrops = 32
+	for i := len(chosen) - 1; i >= 0 && i >= len(chosen)-maxDrops; i-- {
+		c.unfreeUnit(p, chosen[i])
+		if c.trial(g, members, want, t) {
+			chosen = slices.Delete(chosen, i, i+1)
+			continue
+		}
+		c.freeUnit(p, chosen[i])
+	}
+	clear(c.unfit)
+	if _, ok := c.placeMinimum(g, members, want, t); !ok {
+		// The index's order changed under the trials and the heuristic
+		// placement found no room after all: evict nothing.
+		for _, u := range chosen {
+			c.unfreeUnit(p, u)
+		}
+		return
+	}
+	c.commitPreemption(p, s, want, chosen, t)
+}
+
+// trial reports whether the minimum of g fits now, leaving nothing placed.
+func (c *cycle) trial(g *Gang, members []Member, want Vector, t *txn) bool {
+	clear(c.unfit)
+	c.trialing = true
+	_, ok := c.placeMinimum(g, members, want, t)
+	c.trialing = false
+	if ok {
+		c.rollback(t)
+	}
+	return ok
+}
+
+// eligible lists, cheapest first, the units g may evict.
+func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []*unit {
+	reclaims := !overused(qs.allocated.Add(want), qs.deserved)
+	var left map[*queueState]Vector // what victim queues hold once the listed units are gone
+	var out []*unit
+	for _, u := range p.units {
+		if u.taken || u.run.Gang == g.ID || !c.relevant(u, g) {
+			continue
+		}
+		if u.qs == qs {
+			if u.run.Priority < g.Priority || !u.whole && u.run.Priority == g.Priority {
+				out = append(out, u)
+			}
+			continue
+		}
+		if !reclaims || u.qs.q.NoReclaim {
+			continue
+		}
+		if left == nil {
+			left = make(map[*queueState]Vector)
+		}
+		held, seen := left[u.qs]
+		if !seen {
+			held = u.qs.allocated
+		}
+		if !overused(held, u.qs.deserved) {
+			continue
+		}
+		left[u.qs] = held.Sub(u.amount)
+		out = append(out, u)
+	}
+	return out
+}
+
+// relevant reports whether some member of u runs on a node the first
+// pending member of g could use.
+func (c *cycle) relevant(u *unit, g *Gang) bool {
+	cons := g.Pending[0].Constraints
+	for _, mi := range u.members {
+		if filter(&c.snap.Nodes[u.run.Members[mi].Node], cons) == feasible {
+			return true
+		}
+	}
+	return false
+}
+
+// freeUnit gives the room of u's members not already freed back to the
+// index.
+func (c *cycle) freeUnit(p *preemption, u *unit) {
+	freed := p.freed[p.runIdx[u.run]]
+	for _, mi := range u.members {
+		if freed[mi] == notFreed {
+			m := &u.run.Members[mi]
+			c.x.give(m.Node, withPod(m.Request))
+			freed[mi] = u.id
+		}
+	}
+}
+
+// unfreeUnit takes back what freeUnit(u) gave.
+func (c *cycle) unfreeUnit(p *preemption, u *unit) {
+	freed := p.freed[p.runIdx[u.run]]
+	for _, mi := range u.members {
+		if freed[mi] == u.id {
+			m := &u.run.Members[mi]
+			c.x.take(m.Node, withPod(m.Request))
+			freed[mi] = notFreed
+		}
+	}
+}
+
+// commitPreemption records the eviction of victims for s.g, whose minimum t
+// holds placed, and holds that placement for it.
+func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victims []*unit, t *txn) {
+	g, qs := s.g, s.qs
+	var pods int
+	var gangs []string
+	var queues []string
+	for _, u := range victims {
+		freed := p.freed[p.runIdx[u.run]]
+		var amount Vector
+		for _, mi := range u.members {
+			if freed[mi] == evicted {
+				continue
+			}
+			m := &u.run.Members[mi]
+			freed[mi] = evicted
+			amount = amount.Add(withPod(m.Request))
+			pods++
+			c.plan.Evictions = append(c.plan.Evictions, Eviction{Gang: u.run.Gang, Member: m.Name,
+				Node: c.snap.Nodes[m.Node].Name, Preemptor: g.ID, Reclaim: u.qs != qs})
+		}
+		u.qs.allocated = u.qs.allocated.Sub(amount)
+		if !slices.Contains(gangs, u.run.Gang) {
+			gangs = append(gangs, u.run.Gang)
+		}
+		if u.qs != qs && !slices.Contains(queues, u.qs.q.Name) {
+			queues = append(queues, u.qs.q.Name)
+		}
+		// A whole gang spends all its units; an elastic member, its own,
+		// and the gang's whole unit no longer counts it.
+		for _, o := range p.units {
+			switch {
+			case o.run != u.run:
+			case u.whole || o == u:
+				o.taken = true
+			case o.whole:
+				o.amount = o.amount.Sub(amount)
+			}
+		}
+	}
+	qs.allocated = qs.allocated.Add(want)
+	for _, n := range t.nodes {
+		var amount Vector
+		for _, pl := range t.placed {
+			if pl.node == n {
+				amount = amount.Add(pl.req)
+			}
+		}
+		c.plan.Holds = append(c.plan.Holds, Hold{Gang: g.ID, Node: n, Amount: amount})
+	}
+	t.reset() // the placement stays taken in the index: later preemptors cannot count on it
+	st := &c.diag.Pending[s.status]
+	st.Reason = ReasonPreempting
+	st.reserved = ""
+	switch {
+	case len(victims) == 0:
+		st.text = fmt.Sprintf("fits once %d evicted member(s) have terminated; their room is held for it", p.terminating)
+	case len(queues) > 0:
+		st.text = fmt.Sprintf("reclaiming from queue %s, over its deserved share: evicting %d pod(s) of %s; room held for it until they terminate",
+			strings.Join(queues, ", "), pods, strings.Join(gangs, ", "))
+	default:
+		st.text = fmt.Sprintf("preempting lower-priority work in queue %s: evicting %d pod(s) of %s; room held for it until they terminate",
+			qs.q.Name, pods, strings.Join(gangs, ", "))
+	}
+}
