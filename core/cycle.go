@@ -284,7 +284,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 			st.Gang = g.ID
 			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
 			c.diag.Pending = append(c.diag.Pending, st)
-			c.closeHolds()
+			c.closeHolds(false)
 			return false
 		}
 	}
@@ -300,10 +300,10 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		if uniform {
 			c.failedGangs[sig] = st
 		}
-		c.closeHolds()
+		c.closeHolds(false)
 		return false
 	}
-	c.releaseHolds()
+	c.closeHolds(true)
 	for _, p := range t.placed {
 		c.plan.Binds = append(c.plan.Binds, Bind{Gang: g.ID, Member: g.Pending[p.member].Name, Node: c.snap.Nodes[p.node].Name})
 	}
@@ -334,7 +334,7 @@ func (c *cycle) placeElastic() {
 			e.qs.allocated = e.qs.allocated.Add(r)
 			c.plan.Binds = append(c.plan.Binds, Bind{Gang: e.g.ID, Member: m.Name, Node: c.snap.Nodes[n].Name})
 		}
-		c.closeHolds()
+		c.closeHolds(false)
 	}
 }
 

@@ -67,29 +67,22 @@ func (c *cycle) openHolds(g *Gang) {
 	}
 }
 
-// closeHolds takes back what the holder left of its open holds.
-func (c *cycle) closeHolds() {
+// closeHolds ends the holder's turn. If it was placed its open holds are
+// spent: what it left unused is free to all. If not, what is left of them is
+// taken back.
+func (c *cycle) closeHolds(placed bool) {
 	if c.holder == nil {
 		return
 	}
 	for _, h := range c.holds[c.holder.ID] {
-		if h.state == holdOpen {
+		switch {
+		case h.state != holdOpen:
+		case placed:
+			h.state = holdReleased
+		default:
 			h.applied = clip(h.applied, c.x.free[h.node])
 			c.x.take(h.node, h.applied)
 			h.state = holdApplied
-		}
-	}
-	c.holder = nil
-}
-
-// releaseHolds leaves the holder's open holds free: it was placed.
-func (c *cycle) releaseHolds() {
-	if c.holder == nil {
-		return
-	}
-	for _, h := range c.holds[c.holder.ID] {
-		if h.state == holdOpen {
-			h.state = holdReleased
 		}
 	}
 	c.holder = nil

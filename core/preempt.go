@@ -227,7 +227,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	c.openHolds(g)
 	defer func() {
 		c.open = false
-		c.closeHolds()
+		c.closeHolds(false)
 	}()
 	t := &c.scratch
 
