@@ -43,6 +43,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME) ./workload
 	$(GO) test -run '^$$' -fuzz FuzzReadScenario -fuzztime $(FUZZTIME) ./workload
+	$(GO) test -run '^$$' -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./scheduler
 
 # Generated code: deepcopy functions and CRD manifests, from the kubebuilder
 # markers in apis/. `make verify-generate` fails if they are stale.

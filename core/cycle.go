@@ -291,7 +291,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	t := &c.scratch
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok {
 		if c.resv != nil && c.resv.gang == g {
-			st.reserved = c.resv.text(c.now)
+			st.resvNodes, st.resvStart, st.now = c.resv.count, c.resv.start, c.now
 		}
 		if st.Reason == ReasonUnschedulable {
 			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})

@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Bind places one member of a gang on a node.
 type Bind struct {
@@ -81,16 +84,31 @@ type GangStatus struct {
 	domains   *outsideDomains
 	text      string
 	blockedBy string
-	// reserved says what is reserved for the gang, if anything.
-	reserved string
+	// resvNodes, when > 0, is how many nodes are reserved for the gang,
+	// from which it is expected to start at resvStart; now is the cycle's
+	// time, for the message.
+	resvNodes      int
+	resvStart, now int64
 }
+
+// Reservation reports the nodes reserved for the gang and when it is
+// expected to start on them (in RunCycle's time base), if it has a
+// reservation.
+func (s GangStatus) Reservation() (nodes int, start int64, ok bool) {
+	return s.resvNodes, s.resvStart, s.resvNodes > 0
+}
+
+// Cause is the message without what is reserved for the gang: why it does
+// not run now.
+func (s GangStatus) Cause() string { return s.message() }
 
 // Message says in words why the gang waits, e.g.
 // "3/5 members fit; short 4 nvidia.com/gpu".
 func (s GangStatus) Message() string {
 	msg := s.message()
-	if s.reserved != "" {
-		msg += "; " + s.reserved
+	if s.resvNodes > 0 {
+		msg += fmt.Sprintf("; %d node(s) reserved for it; expected to start in %s",
+			s.resvNodes, time.Duration(s.resvStart-s.now)*time.Second)
 	}
 	return msg
 }

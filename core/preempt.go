@@ -444,7 +444,7 @@ func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victim
 	t.reset() // the placement stays taken in the index: later preemptors cannot count on it
 	st := &c.diag.Pending[s.status]
 	st.Reason = ReasonPreempting
-	st.reserved = ""
+	st.resvNodes = 0
 	switch {
 	case len(victims) == 0:
 		st.text = fmt.Sprintf("fits once %d evicted member(s) have terminated; their room is held for it", p.terminating)

@@ -2,9 +2,7 @@ package core
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"time"
 )
 
 // Reservation with backfill, so that big gangs do not starve behind streams
@@ -160,9 +158,4 @@ func (c *cycle) openFor(g *Gang) bool {
 		return true
 	}
 	return g == c.resv.gang || (g.Estimate > 0 && c.now+g.Estimate <= c.resv.start)
-}
-
-// reservedText is what the reserved gang's status adds to its message.
-func (r *reservation) text(now int64) string {
-	return fmt.Sprintf("%d node(s) reserved for it; expected to start in %s", r.count, time.Duration(r.start-now)*time.Second)
 }

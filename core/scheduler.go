@@ -69,6 +69,8 @@ func New(cfg Config) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg}, nil
 }
 
-// Reserves reports whether the scheduler makes reservations, and so reads
-// Snapshot.Releases.
+// Reserves reports whether the scheduler reserves for every queue
+// (Config.ReserveAfter), and so reads Snapshot.Releases. A queue's own
+// ReserveAfter turns reservations on for its gangs even when this is false,
+// under FairShare.
 func (s *Scheduler) Reserves() bool { return s.cfg.ReserveAfter > 0 && s.cfg.Ordering == FairShare }

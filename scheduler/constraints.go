@@ -14,10 +14,12 @@ import (
 // remember per cycle that such a member found no node.
 type constraintsCache struct {
 	byKey map[string]*core.Constraints
+	// labelled holds constraints with a label added (withLabel).
+	labelled map[labelledKey]*core.Constraints
 }
 
 func newConstraintsCache() *constraintsCache {
-	return &constraintsCache{byKey: map[string]*core.Constraints{}}
+	return &constraintsCache{byKey: map[string]*core.Constraints{}, labelled: map[labelledKey]*core.Constraints{}}
 }
 
 // of returns the shared constraints of pod, or nil when it has none.

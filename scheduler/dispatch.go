@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/core"
@@ -215,12 +216,17 @@ func (s *Scheduler) markPods(ctx context.Context, v *gangView, verd verdict, now
 	}
 }
 
-// unschedulableEvent reports a new reason for waiting, once per change.
-func (s *Scheduler) unschedulableEvent(v *gangView, verd verdict) {
+// unschedulableEvent reports a new reason for waiting, once per change. now
+// is the cycle's time, in Unix seconds: the Event, written once, may say how
+// long until a reserved gang is expected to start.
+func (s *Scheduler) unschedulableEvent(v *gangView, verd verdict, now int64) {
 	if s.recorder == nil {
 		return
 	}
 	msg := fmt.Sprintf("gang %s waits: %s", v.info.name, verd.message)
+	if verd.reserved && verd.resv.start > now {
+		msg += fmt.Sprintf(" (in %s)", time.Duration(verd.resv.start-now)*time.Second)
+	}
 	if v.podGroup != nil && !isForeign(v.podGroup) {
 		s.recorder.Event(v.podGroup, corev1.EventTypeWarning, verd.reason, msg)
 	}

@@ -38,7 +38,8 @@ type foreignSpec struct {
 	ScheduleTimeoutSeconds *int32              `json:"scheduleTimeoutSeconds,omitempty"`
 }
 
-// fromForeign converts another scheduler's PodGroup into ours. Fields
+// fromForeign converts another scheduler's PodGroup into ours, keeping the
+// annotations that carry what our spec has fields for (gangspec.go). Fields
 // Phalanx does not know are ignored; a spec it cannot read is an error that
 // names the object.
 func fromForeign(u *unstructured.Unstructured) (*v1alpha1.PodGroup, error) {
@@ -50,11 +51,17 @@ func fromForeign(u *unstructured.Unstructured) (*v1alpha1.PodGroup, error) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
 		return nil, fmt.Errorf("%s %s/%s: spec: %w", u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName(), err)
 	}
+	annotations := map[string]string{annotationForeignAPI: u.GetAPIVersion()}
+	for _, key := range []string{AnnotationEstimatedRuntime, AnnotationRequiredTopology, AnnotationGPUModel} {
+		if v, ok := u.GetAnnotations()[key]; ok {
+			annotations[key] = v
+		}
+	}
 	return &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
 			Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(),
-			Annotations: map[string]string{annotationForeignAPI: u.GetAPIVersion()},
+			Annotations: annotations,
 		},
 		Spec: v1alpha1.PodGroupSpec{
 			MinMember: spec.MinMember, Queue: spec.Queue, PriorityClassName: spec.PriorityClassName,

@@ -42,6 +42,19 @@ type Options struct {
 	BindWorkers, StatusWorkers int
 	// GPU is the accelerator resource placement packs on.
 	GPU string
+	// ReserveAfter, when > 0, is how long a gang that does not fit waits
+	// before nodes are reserved for it as they free up, with backfill by
+	// gangs that end before it starts; a Queue's reserveAfterSeconds
+	// overrides it for its gangs. Whole seconds; a fraction rounds up.
+	ReserveAfter time.Duration
+	// Topology lists node label keys from the broadest domain to the
+	// narrowest, e.g. topology.kubernetes.io/zone then phalanx.dev/rack:
+	// gangs prefer the smallest domain that holds them, and a gang's
+	// requiredTopology must be one of them.
+	Topology []string
+	// GPUModelLabel is the node label a gang's gpuModel is matched on;
+	// empty means DefaultGPUModelLabel.
+	GPUModelLabel string
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
 	// Dynamic, if set, lets the scheduler read the PodGroups of other
@@ -67,6 +80,9 @@ func (o *Options) defaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.GPUModelLabel == "" {
+		o.GPUModelLabel = DefaultGPUModelLabel
 	}
 }
 
@@ -95,16 +111,25 @@ type Scheduler struct {
 // New builds a scheduler. Nothing runs until Run.
 func New(opts Options, kube kubernetes.Interface, client versioned.Interface, metrics *Metrics, recorder record.EventRecorder) (*Scheduler, error) {
 	opts.defaults()
-	c, err := core.New(core.Config{GPU: opts.GPU})
+	if opts.ReserveAfter < 0 {
+		return nil, fmt.Errorf("scheduler: reserve-after %v is negative", opts.ReserveAfter)
+	}
+	reserveAfter := int64(opts.ReserveAfter / time.Second)
+	if opts.ReserveAfter%time.Second != 0 {
+		reserveAfter++
+	}
+	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	if metrics == nil {
 		metrics = NewMetrics()
 	}
+	store := NewStore(opts.SchedulerNames)
+	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0, opts.Now
 	return &Scheduler{
 		opts: opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
-		store:     NewStore(opts.SchedulerNames),
+		store:     store,
 		inbox:     make(chan func(), 4096),
 		verdicts:  map[string]verdict{},
 		written:   newWriteCache(),
@@ -237,7 +262,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		verd := verdictOf(v, st, start.Unix())
 		byReason[verd.reason]++
 		if old, ok := s.verdicts[st.Gang]; !ok || old != verd {
-			s.unschedulableEvent(v, verd)
+			s.unschedulableEvent(v, verd, start.Unix())
 		}
 		s.verdicts[st.Gang] = verd
 	}

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
@@ -30,6 +32,16 @@ type gangView struct {
 	// member counts by pod phase, for the PodGroup status.
 	nPending, nRunning, nSucceeded, nFailed int32
 	allocated                               core.Vector
+	// estimate is how long the gang runs once started, in seconds; 0 when
+	// unknown (gangspec.go).
+	estimate int64
+	// requiredLevel is the topology label the gang's minimum must fit in
+	// one domain of; gpuModel the value its nodes' GPU-model label must
+	// have; modelMissing that no node has it.
+	requiredLevel string
+	gpuModel      string
+	gpuModelLabel string
+	modelMissing  bool
 }
 
 func (v *gangView) member(name string) *podInfo {
@@ -117,6 +129,7 @@ func (s *Store) view(g *gangInfo) *gangView {
 	case Single:
 		v.queue = queueAnnotation(first.pod)
 	}
+	s.applySpec(g, v)
 	return v
 }
 
@@ -162,21 +175,54 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	}
 	views := make(map[string]*gangView, len(s.gangs))
 	allocated := map[string]core.Vector{}
+	reserving := s.reservations()
+	var models map[string]bool // GPU models the nodes have, computed on first use
+	var completed []*gangView  // recorded after the loop, so that every view saw the same history
 	for key, g := range s.gangs {
 		v := s.view(g)
 		views[key] = v
 		allocated[v.queue] = allocated[v.queue].Add(v.allocated)
+		if v.nSucceeded > 0 && int(v.nSucceeded) == len(g.members) && !g.recorded {
+			completed = append(completed, v)
+		}
+		if reserving && v.estimate > 0 {
+			snap.Releases = s.releases(snap.Releases, g, v.estimate, order)
+		}
 		if len(v.pending) == 0 {
 			continue
 		}
 		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember,
-			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid}
+			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, RequiredLevel: v.requiredLevel, Estimate: v.estimate}
 		cg.Pending = make([]core.Member, len(v.pending))
 		for i, p := range v.pending {
-			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: p.cons}
+			cons := p.cons
+			if v.gpuModel != "" {
+				cons = s.constraints.withLabel(cons, s.gpuModelLabel, v.gpuModel)
+			}
+			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons}
+		}
+		if v.gpuModel != "" {
+			if models == nil {
+				models = s.gpuModels()
+			}
+			v.gpuModelLabel, v.modelMissing = s.gpuModelLabel, !models[v.gpuModel]
 		}
 		snap.Gangs = append(snap.Gangs, cg)
 	}
+	for _, v := range completed {
+		s.recordCompletion(v.info, v.queue)
+	}
+	// The core breaks ties between releases by their order: make it the
+	// same whatever the order of the map of gangs.
+	slices.SortFunc(snap.Releases, func(a, b core.Release) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return slices.Compare(a.Amount[:], b.Amount[:])
+	})
 	// PodGroups whose pods do not exist yet still get a status: operators
 	// such as Volcano's wait for phase Inqueue before they create pods.
 	for key, pg := range s.podGroups {
@@ -202,10 +248,70 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		q := s.queues[name]
 		capability, _ := s.res.limits(q.Spec.Capability)
 		guarantee, _ := s.res.vector(q.Spec.Guarantee)
-		snap.Queues = append(snap.Queues, core.Queue{Name: name, Weight: int64(max(q.Spec.Weight, 1)),
-			Capability: capability, Guarantee: guarantee, Allocated: allocated[name], Closed: q.Spec.State == v1alpha1.QueueClosed})
+		cq := core.Queue{Name: name, Weight: int64(max(q.Spec.Weight, 1)),
+			Capability: capability, Guarantee: guarantee, Allocated: allocated[name], Closed: q.Spec.State == v1alpha1.QueueClosed,
+			NoReclaim: q.Spec.Reclaimable != nil && !*q.Spec.Reclaimable}
+		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 {
+			cq.ReserveAfter = int64(*r)
+		}
+		snap.Queues = append(snap.Queues, cq)
 	}
 	// Last: converting queue limits may have registered a resource.
 	snap.Resources = s.res.names
 	return snap, views
+}
+
+// reservations reports whether a cycle may reserve nodes, and so needs the
+// releases of running members: the scheduler reserves, or a Queue sets its
+// own threshold.
+func (s *Store) reservations() bool {
+	if s.reserving {
+		return true
+	}
+	for _, q := range s.queues {
+		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// releases appends what each member of g holding a node gives back when g
+// is expected to end: estimate seconds after the member started (its pod's
+// startTime, or when it was bound if it has not started yet). Members of
+// gangs without an estimate, and pods of other schedulers, are left out:
+// the core never counts on a release whose end is unknown. order is the
+// snapshot's sorted node names.
+func (s *Store) releases(dst []core.Release, g *gangInfo, estimate int64, order []string) []core.Release {
+	for _, p := range g.members {
+		if !p.holds() {
+			continue
+		}
+		n := sort.SearchStrings(order, p.node)
+		if n == len(order) || order[n] != p.node {
+			continue // bound to a node the store does not know
+		}
+		start := p.boundAt
+		if t := p.pod.Status.StartTime; t != nil {
+			start = t.Unix()
+		}
+		if start == 0 {
+			continue
+		}
+		amount := p.req
+		amount[core.Pods] = 1
+		dst = append(dst, core.Release{Node: n, Amount: amount, At: start + estimate})
+	}
+	return dst
+}
+
+// gpuModels returns the values of the GPU-model label across the nodes.
+func (s *Store) gpuModels() map[string]bool {
+	models := map[string]bool{}
+	for _, n := range s.nodes {
+		if m, ok := n.node.Labels[s.gpuModelLabel]; ok {
+			models[m] = true
+		}
+	}
+	return models
 }

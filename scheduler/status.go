@@ -16,12 +16,19 @@ const (
 	ReasonPodGroupNotFound = "PodGroupNotFound"
 	ReasonScheduled        = "Scheduled"
 	ReasonWaiting          = "Waiting"
+	// ReasonReserved and ReasonNotReserved are the reasons of the Reserved
+	// condition.
+	ReasonReserved    = "Reserved"
+	ReasonNotReserved = "NotReserved"
 )
 
 // verdict is the outcome of the latest cycle for one gang.
 type verdict struct {
 	reason  string
 	message string
+	// reserved: nodes are reserved for the gang (reservation.go).
+	reserved bool
+	resv     reservation
 }
 
 // ReasonTimeout replaces the core's reason once a gang has waited longer
@@ -32,21 +39,28 @@ const ReasonTimeout = "Timeout"
 // time, in Unix seconds.
 func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
 	if v.missingPG {
-		return verdict{ReasonPodGroupNotFound, st.Message()}
+		return verdict{reason: ReasonPodGroupNotFound, message: st.Message()}
+	}
+	msg, resv, reserved := reservationOf(st)
+	if reserved {
+		msg += "; " + resv.text(now)
+	}
+	if v.modelMissing {
+		msg = fmt.Sprintf("no node has GPU model %s (label %s); %s", v.gpuModel, v.gpuModelLabel, msg)
 	}
 	if pg := v.podGroup; pg != nil && pg.Spec.ScheduleTimeoutSeconds != nil {
 		waited := now - pg.CreationTimestamp.Unix()
 		if limit := int64(*pg.Spec.ScheduleTimeoutSeconds); waited > limit {
-			return verdict{ReasonTimeout, fmt.Sprintf("waiting for more than scheduleTimeoutSeconds (%d s): %s", limit, st.Message())}
+			return verdict{reason: ReasonTimeout, message: fmt.Sprintf("waiting for more than scheduleTimeoutSeconds (%d s): %s", limit, msg),
+				reserved: reserved, resv: resv}
 		}
 	}
-	msg := st.Message()
 	if v.bound > 0 && v.bound < v.minMember {
 		// After a failed bind or a lost member: say that the members already
 		// bound hold their nodes while the rest waits.
 		msg = fmt.Sprintf("%d/%d members hold nodes while the rest waits; %s", v.bound, v.minMember, msg)
 	}
-	return verdict{string(st.Reason), msg}
+	return verdict{reason: string(st.Reason), message: msg, reserved: reserved, resv: resv}
 }
 
 // podGroupStatus computes the status a PodGroup should have. It is a pure
@@ -95,6 +109,18 @@ func podGroupStatus(old v1alpha1.PodGroupStatus, v *gangView, last *verdict, adm
 	default:
 		msg := fmt.Sprintf("%d/%d members bound", v.bound, v.minMember)
 		set(v1alpha1.PodGroupScheduled, false, ReasonWaiting, msg)
+	}
+	// Reserved is True while the gang holds a reservation; a gang that
+	// never held one does not carry the condition.
+	switch {
+	case !scheduled && last != nil && last.reserved:
+		set(v1alpha1.PodGroupReserved, true, ReasonReserved, last.resv.text(now.Unix()))
+	case meta.FindStatusCondition(st.Conditions, v1alpha1.PodGroupReserved) != nil:
+		reason, msg := ReasonNotReserved, "no node is reserved for the gang"
+		if scheduled {
+			reason, msg = ReasonScheduled, fmt.Sprintf("%d/%d members bound", v.bound, v.minMember)
+		}
+		set(v1alpha1.PodGroupReserved, false, reason, msg)
 	}
 	return st
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sort"
+	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/core"
@@ -41,6 +42,18 @@ type Store struct {
 	unreadable map[string]string
 	queues     map[string]*v1alpha1.Queue
 	priorities map[string]int32
+	// history holds the run times of each queue's latest completed gangs.
+	history map[string]*runTimes
+
+	// gpuModelLabel is the node label a gang's GPU model is matched on.
+	gpuModelLabel string
+	// reserving: the scheduler reserves nodes for gangs that waited past
+	// --reserve-after, so snapshots carry the releases of running members
+	// (they also do when a Queue sets reserveAfterSeconds).
+	reserving bool
+	// now is the clock of the times the store observes (a pod bound,
+	// running, finished); time.Now unless a test sets it.
+	now func() time.Time
 }
 
 type nodeInfo struct {
@@ -60,6 +73,10 @@ type podInfo struct {
 	// problem says why the pod's own spec cannot be scheduled.
 	problem string
 	cons    *core.Constraints
+	// When the store first saw the pod bound (or assumed it), running and
+	// finished, in Unix seconds; 0 if not yet. They stand in for the
+	// pod's own times where those are missing.
+	boundAt, runningAt, doneAt int64
 }
 
 // holds reports whether the pod counts against its node's resources.
@@ -71,6 +88,8 @@ type gangInfo struct {
 	name       string
 	membership Membership
 	members    map[types.UID]*podInfo
+	// recorded: the gang's run time went into its queue's history.
+	recorded bool
 }
 
 // NewStore returns an empty store serving the given scheduler names.
@@ -88,6 +107,10 @@ func NewStore(schedulerNames []string) *Store {
 		unreadable:  map[string]string{},
 		queues:      map[string]*v1alpha1.Queue{},
 		priorities:  map[string]int32{},
+		history:     map[string]*runTimes{},
+
+		gpuModelLabel: DefaultGPUModelLabel,
+		now:           time.Now,
 	}
 	for _, n := range schedulerNames {
 		s.ours[n] = true
@@ -156,6 +179,19 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 		p.node = pod.Spec.NodeName
 	case existed && old.assumed:
 		p.node, p.assumed = old.node, true // our bind is in flight
+	}
+	if existed {
+		p.boundAt, p.runningAt, p.doneAt = old.boundAt, old.runningAt, old.doneAt
+	}
+	now := s.now().Unix()
+	if p.node != "" && p.boundAt == 0 {
+		p.boundAt = now
+	}
+	if pod.Status.Phase == corev1.PodRunning && p.runningAt == 0 {
+		p.runningAt = now
+	}
+	if p.terminal && p.doneAt == 0 {
+		p.doneAt = now
 	}
 	if s.ours[pod.Spec.SchedulerName] {
 		m := MembershipOf(pod)
@@ -234,6 +270,7 @@ func (s *Store) Assume(uid types.UID, node string) bool {
 		return false
 	}
 	p.node, p.assumed = node, true
+	p.boundAt = s.now().Unix()
 	s.account(p, +1)
 	return true
 }
@@ -245,7 +282,7 @@ func (s *Store) Forget(uid types.UID) {
 		return
 	}
 	s.account(p, -1)
-	p.node, p.assumed = "", false
+	p.node, p.assumed, p.boundAt = "", false, 0
 }
 
 // SetPodGroup adds or replaces a PodGroup.

@@ -175,9 +175,9 @@ func TestPodGroupStatus(t *testing.T) {
 		phase     v1alpha1.PodGroupPhase
 		condition string // type of the True condition
 	}{
-		{"waiting, queue admits", gangView{minMember: 3, nPending: 3}, &verdict{"Unschedulable", "2/3 members fit; short 1 nvidia.com/gpu"}, true,
+		{"waiting, queue admits", gangView{minMember: 3, nPending: 3}, &verdict{reason: "Unschedulable", message: "2/3 members fit; short 1 nvidia.com/gpu"}, true,
 			v1alpha1.PodGroupInqueue, v1alpha1.PodGroupUnschedulable},
-		{"waiting, queue full", gangView{minMember: 3, nPending: 3}, &verdict{"QueueAtCapability", "queue q is at its capability"}, false,
+		{"waiting, queue full", gangView{minMember: 3, nPending: 3}, &verdict{reason: "QueueAtCapability", message: "queue q is at its capability"}, false,
 			v1alpha1.PodGroupPending, v1alpha1.PodGroupUnschedulable},
 		{"running", gangView{minMember: 3, bound: 3, nRunning: 3}, nil, true, v1alpha1.PodGroupRunning, v1alpha1.PodGroupScheduled},
 		{"succeeded", gangView{minMember: 3, bound: 3, nSucceeded: 3}, nil, true, v1alpha1.PodGroupSucceeded, v1alpha1.PodGroupScheduled},

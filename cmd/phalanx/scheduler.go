@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -48,6 +49,28 @@ type schedulerFlags struct {
 	cyclePeriod    time.Duration
 	bindWorkers    int
 	gpu            string
+	reserveAfter   time.Duration
+	topology       labelKeys
+	gpuModelLabel  string
+}
+
+// labelKeys is a comma-separated list of node label keys.
+type labelKeys []string
+
+func (l *labelKeys) String() string { return strings.Join(*l, ",") }
+func (l *labelKeys) Set(v string) error {
+	*l = nil
+	for _, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("%q is not a label key: %s", k, strings.Join(errs, "; "))
+		}
+		*l = append(*l, k)
+	}
+	return nil
 }
 
 func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
@@ -64,6 +87,14 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
 	fs.StringVar(&f.gpu, "gpu-resource", "nvidia.com/gpu", "accelerator resource that placement packs on")
+	fs.DurationVar(&f.reserveAfter, "reserve-after", 0,
+		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
+			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
+	fs.Var(&f.topology, "topology",
+		"comma-separated node label keys, broadest domain first (e.g. topology.kubernetes.io/zone,phalanx.dev/rack):\n"+
+			"a gang prefers the smallest domain that holds it; a PodGroup's requiredTopology must name one of them")
+	fs.StringVar(&f.gpuModelLabel, "gpu-model-label", scheduler.DefaultGPUModelLabel,
+		"node label that names the GPU model, matched against a PodGroup's gpuModel")
 	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(logFlags)
 	fs.Var(logFlags.Lookup("v").Value, "v", "log verbosity (klog level)")
@@ -76,6 +107,14 @@ func schedulerUsage(out io.Writer) {
 Runs Phalanx as a secondary Kubernetes scheduler: it serves the pods whose
 spec.schedulerName is one of --scheduler-name and places each gang (PodGroup,
 or ACK's pod-group labels) all-or-nothing.
+
+A gang's estimated run time (PodGroup spec.estimatedRuntimeSeconds, or the
+annotation phalanx.dev/estimated-runtime), else its pods' smallest
+activeDeadlineSeconds, else the run times of its queue's recent gangs, tells
+reservations when running gangs end and which gangs may backfill.
+spec.requiredTopology (phalanx.dev/required-topology) keeps a gang within one
+domain of a --topology level; spec.gpuModel (phalanx.dev/gpu-model) keeps it
+on nodes whose --gpu-model-label has that value.
 
 Flags:
 `)
@@ -97,6 +136,14 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(f.names) == 0 {
 		f.names = stringList{"phalanx"}
+	}
+	if errs := validation.IsQualifiedName(f.gpuModelLabel); len(errs) > 0 {
+		fmt.Fprintf(stderr, "phalanx scheduler: --gpu-model-label %q is not a label key: %s\n", f.gpuModelLabel, strings.Join(errs, "; "))
+		return 2
+	}
+	if f.reserveAfter < 0 {
+		fmt.Fprintf(stderr, "phalanx scheduler: --reserve-after %v is negative\n", f.reserveAfter)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -153,7 +200,8 @@ func serve(ctx context.Context, f schedulerFlags) error {
 
 	metrics := scheduler.NewMetrics()
 	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
-		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn}, kube, client, metrics, recorder)
+		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
+		GPUModelLabel: f.gpuModelLabel}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}

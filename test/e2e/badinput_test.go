@@ -51,10 +51,15 @@ func TestBadInput(t *testing.T) {
 	e.eventually(30*time.Second, "the pod's PodScheduled condition names the bad label",
 		e.podCondition("abc", corev1.PodScheduled, corev1.ConditionFalse, labelACKMinAvail, `"abc"`))
 
-	bad := all(e.unbound("orphan"), e.noneBound(short), e.unbound("abc"))
+	// (f) An estimate that is not a duration.
+	e.createPod(makePod("soon").CPU("1").Annotation(annEstimate, "soon").Obj())
+	e.eventually(30*time.Second, "the pod's PodScheduled condition names the bad estimate",
+		e.podCondition("soon", corev1.PodScheduled, corev1.ConditionFalse, annEstimate, `"soon"`, "neither a duration"))
+
+	bad := all(e.unbound("orphan"), e.noneBound(short), e.unbound("abc"), e.unbound("soon"))
 	e.consistently(holdStill, "the malformed gangs to stay unbound", bad)
 
-	// (f) The scheduler still serves a well-formed gang.
+	// (g) The scheduler still serves a well-formed gang.
 	ok := e.create(gang("fine").Members(2).GPUs(1))
 	e.eventually(30*time.Second, "a valid 2-pod gang runs", e.running(ok))
 	e.eventually(10*time.Second, "its PodGroup is Running", e.podGroupPhase("fine", v1alpha1.PodGroupRunning))

@@ -25,6 +25,15 @@ const (
 	defaultSchedulerNm = "phalanx"
 )
 
+// The keys of reservations, topology and GPU models (scheduler/gangspec.go).
+const (
+	annQueue      = "scheduling.phalanx.dev/queue" // the queue of a gang without a PodGroup
+	annEstimate   = "phalanx.dev/estimated-runtime"
+	annGPUModel   = "phalanx.dev/gpu-model"
+	labelGPUModel = "nvidia.com/gpu.product" // the scheduler's default --gpu-model-label
+	labelRack     = "phalanx.dev/rack"
+)
+
 // podBuilder builds one bare pod. Resources go in limits, as tf-operator's
 // users write them; the API server copies them into requests.
 type podBuilder struct{ pod *corev1.Pod }
@@ -91,6 +100,11 @@ type jobBuilder struct {
 	minMember     int32                        // 0: every replica
 	minAvailable  string                       // labels-only: the raw label value; "": minMember
 	image         string
+	queue         string
+	estimate      *int64 // PodGroup spec.estimatedRuntimeSeconds
+	topology      string // PodGroup spec.requiredTopology
+	gpuModel      string // PodGroup spec.gpuModel
+	annotations   map[string]string
 }
 
 // tfJob is a TFJob of tf-operator with gang scheduling on: a PodGroup and
@@ -122,6 +136,28 @@ func (b *jobBuilder) SchedulerName(n string) *jobBuilder  { b.schedulerName = n;
 func (b *jobBuilder) MinMember(n int32) *jobBuilder       { b.minMember = n; return b }
 func (b *jobBuilder) MinAvailable(raw string) *jobBuilder { b.minAvailable = raw; return b }
 
+// Queue puts the gang in a queue: its PodGroup's spec.queue, or the pods'
+// queue annotation for a labels-only job.
+func (b *jobBuilder) Queue(q string) *jobBuilder { b.queue = q; return b }
+
+// Estimate sets the PodGroup's spec.estimatedRuntimeSeconds.
+func (b *jobBuilder) Estimate(secs int64) *jobBuilder { b.estimate = &secs; return b }
+
+// RequiredTopology sets the PodGroup's spec.requiredTopology.
+func (b *jobBuilder) RequiredTopology(label string) *jobBuilder { b.topology = label; return b }
+
+// GPUModel sets the PodGroup's spec.gpuModel.
+func (b *jobBuilder) GPUModel(m string) *jobBuilder { b.gpuModel = m; return b }
+
+// PodAnnotation puts an annotation on every pod of the job.
+func (b *jobBuilder) PodAnnotation(k, v string) *jobBuilder {
+	if b.annotations == nil {
+		b.annotations = map[string]string{}
+	}
+	b.annotations[k] = v
+	return b
+}
+
 // ForeignPodGroup makes the job's PodGroup one of another scheduler's API,
 // such as kube-batch's or Volcano's, as tf-operator creates it.
 func (b *jobBuilder) ForeignPodGroup(api schema.GroupVersionResource) *jobBuilder {
@@ -145,7 +181,8 @@ func (b *jobBuilder) PodGroup() *v1alpha1.PodGroup {
 	}
 	return &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: b.name},
-		Spec:       v1alpha1.PodGroupSpec{MinMember: b.min()},
+		Spec: v1alpha1.PodGroupSpec{MinMember: b.min(), Queue: b.queue, EstimatedRuntimeSeconds: b.estimate,
+			RequiredTopology: b.topology, GPUModel: b.gpuModel},
 	}
 }
 
@@ -162,8 +199,14 @@ func (b *jobBuilder) Pods() []*corev1.Pod {
 				minAvail = strconv.Itoa(int(b.min()))
 			}
 			p.Label(labelACKName, b.name).Label(labelACKMinAvail, minAvail)
+			if b.queue != "" {
+				p.Annotation(annQueue, b.queue)
+			}
 		} else {
 			p.Group(b.name)
+		}
+		for k, v := range b.annotations {
+			p.Annotation(k, v)
 		}
 		out = append(out, p.Obj())
 	}
@@ -189,6 +232,7 @@ type nodesBuilder struct {
 	cpu, memory string
 	pods        string
 	gpus        int64
+	labels      map[string]string
 }
 
 func kwokNodes(prefix string, count int) *nodesBuilder {
@@ -198,6 +242,15 @@ func kwokNodes(prefix string, count int) *nodesBuilder {
 func (b *nodesBuilder) CPU(q string) *nodesBuilder    { b.cpu = q; return b }
 func (b *nodesBuilder) Memory(q string) *nodesBuilder { b.memory = q; return b }
 func (b *nodesBuilder) GPUs(n int64) *nodesBuilder    { b.gpus = n; return b }
+
+// Label puts a label on every node, such as a rack or a GPU model.
+func (b *nodesBuilder) Label(k, v string) *nodesBuilder {
+	if b.labels == nil {
+		b.labels = map[string]string{}
+	}
+	b.labels[k] = v
+	return b
+}
 
 func (b *nodesBuilder) Objs() []*corev1.Node {
 	res := corev1.ResourceList{
@@ -212,12 +265,16 @@ func (b *nodesBuilder) Objs() []*corev1.Node {
 	var out []*corev1.Node
 	for i := 0; i < b.count; i++ {
 		name := fmt.Sprintf("%s-%d", b.prefix, i)
+		labels := map[string]string{"type": "kwok", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
+			"kubernetes.io/hostname": name}
+		for k, v := range b.labels {
+			labels[k] = v
+		}
 		out = append(out, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:        name,
 				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels: map[string]string{"type": "kwok", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
-					"kubernetes.io/hostname": name},
+				Labels:      labels,
 			},
 			Status: corev1.NodeStatus{
 				Allocatable: res.DeepCopy(),

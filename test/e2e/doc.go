@@ -4,7 +4,8 @@
 // kube-apiserver and etcd with KWOK nodes, replaying the user experiments
 // of the seed files (kube-batch with tf-operator, ACK's pod-group labels)
 // and the failure modes around them: malformed input, a scheduler restart,
-// and a few hundred pods at once.
+// and a few hundred pods at once; and the features of big gangs: a
+// reservation with backfill, topology domains and GPU models.
 //
 // The files carry the build tag e2e, so `go test ./...` skips the package.
 // `make e2e` (hack/test-e2e.sh) starts a dedicated local cluster on ports

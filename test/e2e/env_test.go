@@ -186,6 +186,23 @@ func (e *env) tryCreate(ctx context.Context, b *jobBuilder) (*job, error) {
 	return j, nil
 }
 
+// createQueue creates a Queue named after the test's namespace (Queues are
+// cluster-wide), with the given spec, and deletes it when the test ends.
+func (e *env) createQueue(spec v1alpha1.QueueSpec) string {
+	e.t.Helper()
+	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: e.ns}, Spec: spec}
+	if _, err := phalanx.SchedulingV1alpha1().Queues().Create(e.ctx, q, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create queue %s: %v", q.Name, err)
+	}
+	e.t.Cleanup(func() {
+		err := phalanx.SchedulingV1alpha1().Queues().Delete(context.Background(), q.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			e.t.Errorf("cleanup: delete queue %s: %v", q.Name, err)
+		}
+	})
+	return q.Name
+}
+
 func (e *env) createPod(p *corev1.Pod) *corev1.Pod {
 	e.t.Helper()
 	p.Namespace = e.ns
@@ -297,9 +314,25 @@ func startScheduler(t *testing.T, names ...string) (stop func()) {
 // Ready); ready reports whether it schedules.
 func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, waitReady bool, names ...string) (stop func(), ready func() bool) {
 	t.Helper()
-	if len(names) == 0 {
-		names = []string{defaultSchedulerNm}
+	return launchScheduler(t, base, le, waitReady, scheduler.Options{SchedulerNames: names})
+}
+
+// startSchedulerOpts is startScheduler with options such as reservations,
+// topology levels or the GPU-model label.
+func startSchedulerOpts(t *testing.T, opts scheduler.Options) (stop func()) {
+	t.Helper()
+	stop, _ = launchScheduler(t, restConfig, nil, true, opts)
+	return stop
+}
+
+// launchScheduler does the work of the start functions above. The client
+// options (Dynamic) are its own; opts.SchedulerNames defaults to phalanx.
+func launchScheduler(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, waitReady bool, opts scheduler.Options) (stop func(), ready func() bool) {
+	t.Helper()
+	if len(opts.SchedulerNames) == 0 {
+		opts.SchedulerNames = []string{defaultSchedulerNm}
 	}
+	names := opts.SchedulerNames
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = 100, 200
 	cfg.UserAgent = "phalanx-scheduler-e2e"
@@ -327,7 +360,8 @@ func startSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderEle
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := scheduler.New(scheduler.Options{SchedulerNames: names, Dynamic: dc}, kc, pc, scheduler.NewMetrics(), recorder)
+	opts.Dynamic = dc
+	sched, err := scheduler.New(opts, kc, pc, scheduler.NewMetrics(), recorder)
 	if err != nil {
 		cancel()
 		broadcaster.Shutdown()

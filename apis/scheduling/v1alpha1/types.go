@@ -34,6 +34,10 @@ const (
 	// PodGroupUnschedulable is True while the gang waits; its reason and
 	// message say why.
 	PodGroupUnschedulable = "Unschedulable"
+	// PodGroupReserved is True while nodes are reserved for the gang as
+	// they free up; its message gives the expected start. It turns False
+	// when the reservation ends.
+	PodGroupReserved = "Reserved"
 )
 
 // PodGroupSpec describes a gang.
@@ -62,6 +66,34 @@ type PodGroupSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
+
+	// EstimatedRuntimeSeconds is how long the gang runs once started. The
+	// scheduler counts on it to tell when the gang's nodes free up for a
+	// gang that holds a reservation, and lets the gang use nodes reserved
+	// for another only if it ends before that gang starts (backfill).
+	// Unset, the estimate comes from the pods' activeDeadlineSeconds or
+	// from the run times of the queue's recent gangs, if any.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3153600000
+	// +optional
+	EstimatedRuntimeSeconds *int64 `json:"estimatedRuntimeSeconds,omitempty"`
+
+	// RequiredTopology is a node label key, one of the scheduler's topology
+	// levels (--topology), such as phalanx.dev/rack: the gang's minimum must
+	// fit within one domain of that level (nodes sharing the label's value),
+	// or the gang waits.
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
+	// +optional
+	RequiredTopology string `json:"requiredTopology,omitempty"`
+
+	// GPUModel restricts the members to nodes whose GPU-model label (the
+	// scheduler's --gpu-model-label, nvidia.com/gpu.product by default) has
+	// this value.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// +optional
+	GPUModel string `json:"gpuModel,omitempty"`
 }
 
 // PodGroupStatus is what the scheduler observed and decided.
@@ -148,6 +180,17 @@ type QueueSpec struct {
 	// +kubebuilder:default=Open
 	// +optional
 	State QueueState `json:"state,omitempty"`
+	// ReserveAfterSeconds is how long a gang of this queue that does not
+	// fit waits before the scheduler reserves nodes for it as they free up.
+	// Unset, the scheduler's --reserve-after applies.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
+	// Reclaimable false keeps other queues from reclaiming what this
+	// queue's gangs hold, even beyond its deserved share.
+	// +kubebuilder:default=true
+	// +optional
+	Reclaimable *bool `json:"reclaimable,omitempty"`
 }
 
 // QueueStatus is what the queue holds and waits for.

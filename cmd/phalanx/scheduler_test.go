@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSchedulerFlags(t *testing.T) {
+	var f schedulerFlags
+	fs := schedulerFlagSet(&f, &bytes.Buffer{})
+	err := fs.Parse([]string{"--reserve-after=90m", "--topology", "topology.kubernetes.io/zone, phalanx.dev/rack",
+		"--gpu-model-label=example.com/gpu-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.reserveAfter != 90*time.Minute || f.gpuModelLabel != "example.com/gpu-model" {
+		t.Errorf("reserve-after %v, gpu-model-label %q", f.reserveAfter, f.gpuModelLabel)
+	}
+	if diff := cmp.Diff(labelKeys{"topology.kubernetes.io/zone", "phalanx.dev/rack"}, f.topology); diff != "" {
+		t.Errorf("topology (-want +got):\n%s", diff)
+	}
+
+	// Defaults leave reservations off and topology empty.
+	f = schedulerFlags{}
+	if err := schedulerFlagSet(&f, &bytes.Buffer{}).Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.reserveAfter != 0 || len(f.topology) != 0 || f.gpuModelLabel != "nvidia.com/gpu.product" {
+		t.Errorf("defaults: %+v", f)
+	}
+}
+
+func TestSchedulerRejectsBadFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--topology=rack one"}, "not a label key"},
+		{[]string{"--gpu-model-label=a b"}, "--gpu-model-label"},
+		{[]string{"--reserve-after=-1m"}, "negative"},
+	} {
+		var stderr bytes.Buffer
+		if code := runScheduler(tt.args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message saying %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}

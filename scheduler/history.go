@@ -1,0 +1,105 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The run times of each queue's recent gangs estimate how long a gang of
+// that queue runs when nothing better is known. The scheduler keeps them in
+// memory only: after a restart it learns them again from the finished pods
+// its informers list.
+
+const (
+	// historySize is how many of a queue's latest completed gangs count.
+	historySize = 20
+	// historyMin is how many must have completed before they are trusted.
+	historyMin = 5
+)
+
+// runTimes are the run times of one queue's latest completed gangs, by
+// finish time, oldest first.
+type runTimes struct {
+	finish, seconds []int64
+	p               int64 // p90, kept up to date by add
+}
+
+// add records a gang that finished at finish (Unix seconds) after running
+// secs seconds; only the historySize latest finishes are kept.
+func (r *runTimes) add(finish, secs int64) {
+	i, _ := slices.BinarySearch(r.finish, finish+1) // after equal finishes
+	r.finish = slices.Insert(r.finish, i, finish)
+	r.seconds = slices.Insert(r.seconds, i, secs)
+	if len(r.finish) > historySize {
+		r.finish, r.seconds = r.finish[1:], r.seconds[1:]
+	}
+	r.p = 0
+	if len(r.seconds) >= historyMin {
+		sorted := slices.Clone(r.seconds)
+		slices.Sort(sorted)
+		r.p = sorted[(9*len(sorted)+9)/10-1]
+	}
+}
+
+// p90 is the 90th percentile (nearest rank) of the run times, or 0 when
+// fewer than historyMin are known. A nil *runTimes knows none.
+func (r *runTimes) p90() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.p
+}
+
+// recordCompletion adds the run time of g, whose members all succeeded, to
+// its queue's history, once per gang. The run time goes from the first
+// member's start to the last member's finish: the pods' startTime and their
+// containers' finishedAt, or when the store saw them running and finished if
+// those are missing.
+func (s *Store) recordCompletion(g *gangInfo, queue string) {
+	if g.recorded {
+		return
+	}
+	g.recorded = true
+	var start, finish int64
+	for _, p := range g.members {
+		st := p.runningAt
+		if t := p.pod.Status.StartTime; t != nil {
+			st = t.Unix()
+		}
+		if st == 0 {
+			return // never seen running: no run time to learn
+		}
+		end := lastFinish(p.pod)
+		if end == 0 {
+			end = p.doneAt
+		}
+		if start == 0 || st < start {
+			start = st
+		}
+		finish = max(finish, end)
+	}
+	if finish < start || start == 0 {
+		return
+	}
+	if s.history[queue] == nil {
+		s.history[queue] = &runTimes{}
+	}
+	s.history[queue].add(finish, max(finish-start, 1))
+}
+
+// lastFinish is when the pod's last container terminated, in Unix seconds,
+// or 0 when no container says.
+func lastFinish(pod *corev1.Pod) int64 {
+	var end time.Time
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.FinishedAt.After(end) {
+			end = t.FinishedAt.Time
+		}
+	}
+	if end.IsZero() {
+		return 0
+	}
+	return end.Unix()
+}

@@ -1,0 +1,144 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func testQueue(name string) *v1alpha1.Queue {
+	return &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.QueueSpec{Weight: 1}}
+}
+
+func TestRunTimesP90(t *testing.T) {
+	var r *runTimes
+	if got := r.p90(); got != 0 {
+		t.Errorf("no history: %d, want 0", got)
+	}
+	r = &runTimes{}
+	for i := int64(1); i <= 4; i++ {
+		r.add(i, i*100)
+	}
+	if got := r.p90(); got != 0 {
+		t.Errorf("4 gangs: %d, want 0 (fewer than %d)", got, historyMin)
+	}
+	r.add(5, 500)
+	if got := r.p90(); got != 500 {
+		t.Errorf("5 gangs of 100..500 s: p90 %d, want 500", got)
+	}
+	// 30 more: only the latest 20 finishes count, run times 1100..3000 s.
+	for i := int64(6); i <= 35; i++ {
+		r.add(i, i*100)
+	}
+	if got := r.p90(); got != 3300 {
+		t.Errorf("latest 20 of 1600..3500 s: p90 %d, want 3300", got)
+	}
+	// A gang that finished before all of them is dropped at once.
+	r.add(0, 1_000_000)
+	if got, n := r.p90(), len(r.seconds); got != 3300 || n != historySize {
+		t.Errorf("after an old finish: p90 %d over %d, want 3300 over %d", got, n, historySize)
+	}
+}
+
+func (b *podBuilder) Ran(start, finish int64) *podBuilder {
+	st := metav1.Unix(start, 0)
+	b.p.Status.StartTime = &st
+	if finish > 0 {
+		b.p.Status.Phase = corev1.PodSucceeded
+		b.p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{FinishedAt: metav1.Unix(finish, 0)}}}}
+	}
+	return b
+}
+
+// A gang of a queue with no estimate of its own gets the p90 run time of
+// that queue's latest completed gangs, once five have completed; a gang that
+// did not succeed whole teaches nothing.
+func TestEstimateFromHistory(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetNode(testNode("n1", 8))
+	queued := func(b *podBuilder) *corev1.Pod {
+		p := b.Obj()
+		p.Annotations = map[string]string{AnnotationQueue: "research"}
+		return p
+	}
+	s.SetPod(queued(testPod("waiting").GPUs(1)))
+	estimate := func() int64 {
+		t.Helper()
+		snap, _ := s.Snapshot()
+		g := gangByID(snap, "ns/waiting#pod")
+		if g == nil {
+			t.Fatal("the waiting gang is not in the snapshot")
+		}
+		return g.Estimate
+	}
+	for i := int64(0); i < 4; i++ {
+		// Two members each: the run time spans the first start to the last finish.
+		s.SetPod(queued(testPod("done-"+string(rune('a'+i))+"-0").ACK("done-"+string(rune('a'+i)), "2").On("n1", corev1.PodSucceeded).Ran(1000, 1000+60*(i+1))))
+		s.SetPod(queued(testPod("done-"+string(rune('a'+i))+"-1").ACK("done-"+string(rune('a'+i)), "2").On("n1", corev1.PodSucceeded).Ran(1010, 1000+60*(i+1)+5)))
+	}
+	if got := estimate(); got != 0 {
+		t.Errorf("after 4 gangs: estimate %d, want 0", got)
+	}
+	s.SetPod(queued(testPod("failed").Ran(1000, 9000).On("n1", corev1.PodFailed)))
+	s.SetPod(queued(testPod("other-queue").On("n1", corev1.PodSucceeded).Ran(1000, 9000)))
+	s.pods["uid-other-queue"].pod.Annotations[AnnotationQueue] = "elsewhere"
+	if got := estimate(); got != 0 {
+		t.Errorf("after a failed gang and one of another queue: estimate %d, want 0", got)
+	}
+	// The fifth, with no container times: the store's observations stand in.
+	s.now = func() time.Time { return time.Unix(2000, 0) }
+	s.SetPod(queued(testPod("late").On("n1", corev1.PodRunning)))
+	s.now = func() time.Time { return time.Unix(2500, 0) }
+	s.SetPod(queued(testPod("late").On("n1", corev1.PodSucceeded)))
+	estimate()                         // records the completion
+	if got := estimate(); got != 500 { // 65, 125, 185, 245, 500
+		t.Errorf("after 5 gangs: estimate %d, want 500", got)
+	}
+	if got := len(s.history["research"].seconds); got != 5 {
+		t.Errorf("research history holds %d run times, want 5 (each gang once)", got)
+	}
+}
+
+// Releases: members of our gangs with an estimate give back their request
+// and pod slot at start + estimate; members with no estimate and pods of
+// other schedulers are not counted on; nothing is computed when nothing
+// reserves.
+func TestReleases(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.now = func() time.Time { return time.Unix(5000, 0) }
+	s.reserving = true
+	s.SetNode(testNode("a", 8))
+	s.SetNode(testNode("b", 8))
+	pg := testPodGroup("train", 2)
+	pg.Spec.EstimatedRuntimeSeconds = int64p(600)
+	s.SetPodGroup(pg)
+	s.SetPod(testPod("train-0").Group("train").GPUs(4).On("b", corev1.PodRunning).Ran(1000, 0).Obj())
+	s.SetPod(testPod("train-1").Group("train").GPUs(2).On("a", corev1.PodPending).Obj()) // bound, not started
+	s.SetPod(testPod("unknown").GPUs(1).On("a", corev1.PodRunning).Ran(1000, 0).Obj())
+	s.SetPod(testPod("theirs").Scheduler("default-scheduler").Deadline(60).GPUs(1).On("a", corev1.PodRunning).Ran(1000, 0).Obj())
+	s.SetPod(testPod("done").Deadline(60).GPUs(1).On("a", corev1.PodSucceeded).Ran(1000, 1030).Obj())
+	snap, _ := s.Snapshot()
+	gpu := snap.Resources.Index("nvidia.com/gpu")
+	amount := func(gpus int64) core.Vector {
+		var v core.Vector
+		v[core.Pods], v[gpu] = 1, gpus
+		return v
+	}
+	want := []core.Release{
+		{Node: 1, Amount: amount(4), At: 1600},
+		{Node: 0, Amount: amount(2), At: 5600},
+	}
+	if diff := cmp.Diff(want, snap.Releases); diff != "" {
+		t.Errorf("releases (-want +got):\n%s", diff)
+	}
+	s.reserving = false
+	if snap, _ = s.Snapshot(); len(snap.Releases) != 0 {
+		t.Errorf("%d releases while nothing reserves, want none", len(snap.Releases))
+	}
+}

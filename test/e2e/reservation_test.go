@@ -1,0 +1,107 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestReservationWithBackfill: on 2 nodes of 4 GPUs, job first (4 GPUs,
+// estimated 15 s, done in 10 s) runs; gang big (2 x 4 GPUs) cannot fit and,
+// past its queue's reserveAfterSeconds of 1, gets both nodes reserved, with
+// the end of first's estimate as its expected start. A gang with no estimate
+// must then leave the free node alone, while one expected to end long
+// before that start uses it (backfill). When first ends, big runs, and only
+// then the gang without an estimate.
+func TestReservationWithBackfill(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("resv", 2).GPUs(4))
+	one := int32(1)
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1, ReserveAfterSeconds: &one})
+	startScheduler(t) // --reserve-after is off: the queue's own threshold turns reservations on
+
+	first := e.create(gang("first").Members(1).GPUs(4).Queue(queue).Estimate(15).RunFor("10s"))
+	e.eventually(30*time.Second, "first runs", e.running(first))
+	pods, err := e.pods(e.ctx, first)
+	if err != nil || pods[0].Status.StartTime == nil {
+		t.Fatalf("first's pod has no start time: %v", err)
+	}
+	// Phalanx counts on first's node at start + estimate, to the second.
+	expected := pods[0].Status.StartTime.Add(15 * time.Second).UTC().Format(time.RFC3339)
+
+	big := e.create(gang("big").Members(2).GPUs(4).Queue(queue).RunFor("4s"))
+	e.eventually(30*time.Second, "big holds both nodes, expected to start when first's estimate ends", all(
+		e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionTrue, "2 node(s) reserved", expected),
+		e.podGroupCondition("big", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue,
+			"2 node(s) reserved for it; expected to start at "+expected)))
+	e.eventually(10*time.Second, "an Event on big's PodGroup gives its reservation",
+		e.eventOn("big", string(corev1.PodReasonUnschedulable), "2 node(s) reserved for it", "expected to start at "+expected))
+
+	unknown := e.create(gang("unknown").Members(1).GPUs(4).Queue(queue).RunFor("2s"))
+	short := e.create(ackJob("short").Workers(1).GPUsPerWorker(4).Queue(queue).PodAnnotation(annEstimate, "3s").RunFor("2s"))
+	e.eventually(30*time.Second, "short, estimated to end before big starts, backfills the free node", e.started(short))
+	e.eventually(10*time.Second, "unknown, with no estimate, says the nodes are reserved",
+		e.podGroupCondition("unknown", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "reserved for a waiting gang"))
+	e.eventually(30*time.Second, "short completes", e.inPhase(short, corev1.PodSucceeded))
+	e.whileRunning(first, "big and unknown to wait while first runs, though a node is free",
+		all(e.noneBound(big), e.noneBound(unknown)))
+
+	e.eventually(30*time.Second, "big runs once first is done", e.started(big))
+	if err := e.noneBound(unknown)(e.ctx); err != nil {
+		e.dump()
+		t.Fatalf("the gang without an estimate ran before the reserved gang: %v", err)
+	}
+	e.eventually(10*time.Second, "big's PodGroup is no longer Reserved",
+		e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionFalse))
+	e.eventually(30*time.Second, "unknown runs after big", e.started(unknown))
+}
+
+// whileRunning checks c every pollInterval for as long as every pod of j
+// runs, and fails the test the first time it does not hold; it returns when
+// j's pods have finished.
+func (e *env) whileRunning(j *job, what string, c check) {
+	e.t.Helper()
+	for {
+		// c first: a failure counts only if j still ran after it was seen.
+		err := c(e.ctx)
+		if e.running(j)(e.ctx) != nil {
+			if done := e.inPhase(j, corev1.PodSucceeded)(e.ctx); done != nil {
+				e.dump()
+				e.t.Fatalf("while checking %s, job %s stopped running without succeeding: %v", what, j.name, done)
+			}
+			return
+		}
+		if err != nil {
+			e.dump()
+			e.t.Fatalf("expected %s, but: %v", what, err)
+		}
+		select {
+		case <-time.After(pollInterval):
+		case <-e.ctx.Done():
+			e.t.Fatalf("test context ended while checking %s", what)
+		}
+	}
+}
+
+// nodesOf returns the nodes j's pods are bound to, by pod name.
+func (e *env) nodesOf(ctx context.Context, j *job) (map[string]string, error) {
+	pods, err := e.pods(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" {
+			return nil, fmt.Errorf("pod %s is not bound", p.Name)
+		}
+		out[p.Name] = p.Spec.NodeName
+	}
+	return out, nil
+}
