@@ -147,6 +147,14 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 			}
 		}
 	}
+	if c.holder != nil {
+		// The room held for the gang first: a replacement returns to it.
+		for _, h := range c.holds[c.holder.ID] {
+			if h.state == holdOpen && (sc == nil || x.dom.of[sc.level][h.node] == sc.domain) && fits(h.node) {
+				return h.node, true
+			}
+		}
+	}
 	g := x.gpus(r)
 	if sc != nil {
 		return c.findInDomain(x.dom.nodes[sc.level][sc.domain], fits, g, remaining)

@@ -18,6 +18,7 @@ type Metrics struct {
 	BindErrors     prometheus.Counter
 	PendingGangs   *prometheus.GaugeVec
 	StatusWrites   *prometheus.CounterVec
+	Evictions      *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -40,8 +41,10 @@ func NewMetrics() *Metrics {
 			Name: "phalanx_pending_gangs", Help: "Gangs waiting after the latest cycle, by reason."}, []string{"reason"}),
 		StatusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "phalanx_status_writes_total", Help: "Status writes by object kind and result."}, []string{"kind", "result"}),
+		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "phalanx_evictions_total", Help: "Evictions posted for preemption or reclaim, by kind and result."}, []string{"kind", "result"}),
 	}
-	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites,
+	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.Evictions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -55,6 +55,16 @@ type Options struct {
 	// GPUModelLabel is the node label a gang's gpuModel is matched on;
 	// empty means DefaultGPUModelLabel.
 	GPUModelLabel string
+	// Preemption turns on preemption within a queue by priority and reclaim
+	// across queues by fair share, both gang-aware (core/preempt.go).
+	Preemption bool
+	// PreemptionGracePeriod, when > 0, caps the termination grace period of
+	// victims; 0 leaves each pod its own.
+	PreemptionGracePeriod time.Duration
+	// HoldFailedMember is how long the room of a member that failed or was
+	// deleted while its gang ran is kept for its replacement; 0 keeps none.
+	// Whole seconds.
+	HoldFailedMember time.Duration
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
 	// Dynamic, if set, lets the scheduler read the PodGroups of other
@@ -118,7 +128,11 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	if opts.ReserveAfter%time.Second != 0 {
 		reserveAfter++
 	}
-	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology})
+	if opts.PreemptionGracePeriod < 0 || opts.HoldFailedMember < 0 {
+		return nil, fmt.Errorf("scheduler: preemption grace period %v and hold for failed members %v must not be negative",
+			opts.PreemptionGracePeriod, opts.HoldFailedMember)
+	}
+	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
@@ -127,6 +141,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	}
 	store := NewStore(opts.SchedulerNames)
 	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0, opts.Now
+	store.preempting, store.holdFailed = opts.Preemption, int64(opts.HoldFailedMember/time.Second)
 	return &Scheduler{
 		opts: opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
 		store:     store,
@@ -239,14 +254,24 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	s.metrics.CycleDuration.Observe(s.opts.Now().Sub(start).Seconds())
 	s.metrics.GangsScheduled.Add(float64(len(diag.Scheduled)))
 
+	boundOn := map[string][]string{}
 	for _, b := range plan.Binds {
 		v := views[b.Gang]
 		p := v.member(b.Member)
 		if p == nil || !s.store.Assume(p.pod.UID, b.Node) {
 			continue
 		}
+		boundOn[b.Gang] = append(boundOn[b.Gang], b.Node)
 		s.bind(ctx, p.pod, b.Node)
 	}
+	scheduled := map[string]bool{}
+	for _, key := range diag.Scheduled {
+		scheduled[key] = true
+	}
+	for gang, nodes := range boundOn {
+		s.store.Placed(gang, nodes, scheduled[gang])
+	}
+	s.carryOut(ctx, plan, views, start.Unix())
 	for _, key := range diag.Scheduled {
 		delete(s.verdicts, key)
 		if v := views[key]; v != nil {

@@ -188,6 +188,11 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		if reserving && v.estimate > 0 {
 			snap.Releases = s.releases(snap.Releases, g, v.estimate, order)
 		}
+		if s.preempting && v.bound > 0 {
+			if r, ok := s.running(g, v, order); ok {
+				snap.Running = append(snap.Running, r)
+			}
+		}
 		if len(v.pending) == 0 {
 			continue
 		}
@@ -207,8 +212,15 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 			}
 			v.gpuModelLabel, v.modelMissing = s.gpuModelLabel, !models[v.gpuModel]
 		}
+		for _, p := range v.pending {
+			if pp := p.pod.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
+				cg.NoPreempt = true // the PriorityClass says so; admission copies it to the pods
+			}
+		}
 		snap.Gangs = append(snap.Gangs, cg)
 	}
+	slices.SortFunc(snap.Running, func(a, b core.Running) int { return cmp.Compare(a.Gang, b.Gang) })
+	snap.Holds = s.snapshotHolds(order, s.now().Unix())
 	for _, v := range completed {
 		s.recordCompletion(v.info, v.queue)
 	}

@@ -51,6 +51,15 @@ type Store struct {
 	// --reserve-after, so snapshots carry the releases of running members
 	// (they also do when a Queue sets reserveAfterSeconds).
 	reserving bool
+	// preempting: snapshots carry the running members of our gangs, the
+	// core's candidate victims (preemption.go).
+	preempting bool
+	// evicting marks pods we are evicting; holds keeps room for gangs, by
+	// gang key; holdFailed is how long, in seconds, the room of a member
+	// lost while its gang ran is kept for its replacement (0: not at all).
+	evicting   map[types.UID]bool
+	holds      map[string][]heldRoom
+	holdFailed int64
 	// now is the clock of the times the store observes (a pod bound,
 	// running, finished); time.Now unless a test sets it.
 	now func() time.Time
@@ -108,6 +117,8 @@ func NewStore(schedulerNames []string) *Store {
 		queues:      map[string]*v1alpha1.Queue{},
 		priorities:  map[string]int32{},
 		history:     map[string]*runTimes{},
+		evicting:    map[types.UID]bool{},
+		holds:       map[string][]heldRoom{},
 
 		gpuModelLabel: DefaultGPUModelLabel,
 		now:           time.Now,
@@ -211,6 +222,9 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 	}
 	s.pods[pod.UID] = p
 	s.account(p, +1)
+	if existed && old.holds() && pod.Status.Phase == corev1.PodFailed {
+		s.lostMember(p, old.node)
+	}
 }
 
 // DeletePod removes a pod and frees what it held.
@@ -224,6 +238,10 @@ func (s *Store) DeletePod(uid types.UID) {
 		s.leaveGang(p, uid)
 	}
 	delete(s.pods, uid)
+	if p.holds() {
+		s.lostMember(p, p.node)
+	}
+	delete(s.evicting, uid)
 }
 
 func (s *Store) leaveGang(p *podInfo, uid types.UID) {

@@ -38,20 +38,23 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 type schedulerFlags struct {
-	kubeconfig     string
-	names          stringList
-	leaderElect    bool
-	leaseNamespace string
-	leaseName      string
-	address        string
-	qps            float64
-	burst          int
-	cyclePeriod    time.Duration
-	bindWorkers    int
-	gpu            string
-	reserveAfter   time.Duration
-	topology       labelKeys
-	gpuModelLabel  string
+	kubeconfig      string
+	names           stringList
+	leaderElect     bool
+	leaseNamespace  string
+	leaseName       string
+	address         string
+	qps             float64
+	burst           int
+	cyclePeriod     time.Duration
+	bindWorkers     int
+	gpu             string
+	reserveAfter    time.Duration
+	topology        labelKeys
+	gpuModelLabel   string
+	preemption      bool
+	preemptionGrace time.Duration
+	holdFailed      time.Duration
 }
 
 // labelKeys is a comma-separated list of node label keys.
@@ -95,6 +98,14 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"a gang prefers the smallest domain that holds it; a PodGroup's requiredTopology must name one of them")
 	fs.StringVar(&f.gpuModelLabel, "gpu-model-label", scheduler.DefaultGPUModelLabel,
 		"node label that names the GPU model, matched against a PodGroup's gpuModel")
+	fs.BoolVar(&f.preemption, "preemption", true,
+		"evict whole gangs of lower priority in the same queue, or of queues over their fair share (reclaim),\n"+
+			"when that lets a waiting gang run; a Queue with reclaimable: false is never reclaimed from")
+	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
+		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")
+	fs.DurationVar(&f.holdFailed, "hold-failed-member", 5*time.Minute,
+		"how long the room of a member that failed or was deleted while its gang ran is kept for its replacement;\n"+
+			"0 keeps none")
 	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(logFlags)
 	fs.Var(logFlags.Lookup("v").Value, "v", "log verbosity (klog level)")
@@ -143,6 +154,11 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	}
 	if f.reserveAfter < 0 {
 		fmt.Fprintf(stderr, "phalanx scheduler: --reserve-after %v is negative\n", f.reserveAfter)
+		return 2
+	}
+	if f.preemptionGrace < 0 || f.holdFailed < 0 {
+		fmt.Fprintf(stderr, "phalanx scheduler: --preemption-grace-period %v and --hold-failed-member %v must not be negative\n",
+			f.preemptionGrace, f.holdFailed)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -201,7 +217,8 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	metrics := scheduler.NewMetrics()
 	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
 		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
-		GPUModelLabel: f.gpuModelLabel}, kube, client, metrics, recorder)
+		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
+		HoldFailedMember: f.holdFailed}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}

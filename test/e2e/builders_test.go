@@ -104,6 +104,7 @@ type jobBuilder struct {
 	estimate      *int64 // PodGroup spec.estimatedRuntimeSeconds
 	topology      string // PodGroup spec.requiredTopology
 	gpuModel      string // PodGroup spec.gpuModel
+	priorityClass string // PodGroup spec.priorityClassName and the pods'
 	annotations   map[string]string
 }
 
@@ -146,6 +147,9 @@ func (b *jobBuilder) Estimate(secs int64) *jobBuilder { b.estimate = &secs; retu
 // RequiredTopology sets the PodGroup's spec.requiredTopology.
 func (b *jobBuilder) RequiredTopology(label string) *jobBuilder { b.topology = label; return b }
 
+// PriorityClass sets the PodGroup's and the pods' priorityClassName.
+func (b *jobBuilder) PriorityClass(name string) *jobBuilder { b.priorityClass = name; return b }
+
 // GPUModel sets the PodGroup's spec.gpuModel.
 func (b *jobBuilder) GPUModel(m string) *jobBuilder { b.gpuModel = m; return b }
 
@@ -182,7 +186,7 @@ func (b *jobBuilder) PodGroup() *v1alpha1.PodGroup {
 	return &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: b.name},
 		Spec: v1alpha1.PodGroupSpec{MinMember: b.min(), Queue: b.queue, EstimatedRuntimeSeconds: b.estimate,
-			RequiredTopology: b.topology, GPUModel: b.gpuModel},
+			RequiredTopology: b.topology, GPUModel: b.gpuModel, PriorityClassName: b.priorityClass},
 	}
 }
 
@@ -208,6 +212,7 @@ func (b *jobBuilder) Pods() []*corev1.Pod {
 		for k, v := range b.annotations {
 			p.Annotation(k, v)
 		}
+		p.pod.Spec.PriorityClassName = b.priorityClass
 		out = append(out, p.Obj())
 	}
 	for i := 0; i < b.ps; i++ {

@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// Preemption, reclaim and holds, as the adapter carries them out.
+//
+// The core chooses victims among the running members of our gangs
+// (Snapshot.Running, built here) and returns evictions; the adapter marks
+// each victim as evicting, so the next snapshots count it as terminating
+// even before the informer reports its deletionTimestamp, and posts an
+// Eviction (policy/v1) for it, with the pod's own termination grace period
+// unless --preemption-grace-period caps it. A refused eviction (a
+// PodDisruptionBudget, say) unmarks the victim; the core may choose again.
+//
+// Holds keep room on a node for one gang:
+//   - for a preemptor while its victims terminate (Plan.Holds), until it is
+//     placed or the grace period plus a minute has passed;
+//   - for the replacement of a member that failed or was deleted while its
+//     gang ran (Kubernetes' own scheduler would give the room to whoever
+//     comes first, and the gang could wait forever for it), for
+//     --hold-failed-member, until a member of the gang is bound again.
+// The store drops a gang's holds when the gang is gone.
+
+// heldRoom is one hold the store keeps.
+type heldRoom struct {
+	node   string
+	amount core.Vector
+	until  int64 // Unix seconds
+	// failed: kept for the replacement of a failed member, and spent by the
+	// next bind of a member of the gang.
+	failed bool
+}
+
+// lostMember records, when a pod of one of our gangs frees a node without
+// having succeeded or been evicted by us, what it held, so that the
+// replacement can have it back.
+func (s *Store) lostMember(p *podInfo, node string) {
+	if s.holdFailed <= 0 || p.gang == "" || s.evicting[p.pod.UID] {
+		return
+	}
+	g := s.gangs[p.gang]
+	if g == nil {
+		return // the whole gang is gone: nothing to come back for
+	}
+	v := s.view(g)
+	if v.bound+1 < v.minMember {
+		return // the gang was not running whole: nothing to keep running
+	}
+	amount := p.req
+	amount[core.Pods] = 1
+	s.holds[p.gang] = append(s.holds[p.gang], heldRoom{node: node, amount: amount,
+		until: s.now().Unix() + s.holdFailed, failed: true})
+}
+
+// MarkEvicting records that the pod is being evicted by us.
+func (s *Store) MarkEvicting(uid types.UID) { s.evicting[uid] = true }
+
+// UnmarkEvicting undoes MarkEvicting after a refused eviction.
+func (s *Store) UnmarkEvicting(uid types.UID) { delete(s.evicting, uid) }
+
+// SetPlanHolds replaces every preemptor's holds by those of the latest
+// plan, by gang key: a gang no longer waiting for victims holds nothing for
+// them.
+func (s *Store) SetPlanHolds(byGang map[string][]heldRoom) {
+	for gang := range byGang {
+		if s.holds[gang] == nil {
+			s.holds[gang] = nil // visited below
+		}
+	}
+	for gang, hs := range s.holds {
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.failed {
+				kept = append(kept, h)
+			}
+		}
+		kept = append(kept, byGang[gang]...)
+		if len(kept) == 0 {
+			delete(s.holds, gang)
+		} else {
+			s.holds[gang] = kept
+		}
+	}
+}
+
+// Placed drops holds a gang no longer needs: all of them once it reached
+// its minimum, and one hold for a failed member per member bound (on the
+// node of the bind if there is one there).
+func (s *Store) Placed(gang string, boundOn []string, satisfied bool) {
+	hs := s.holds[gang]
+	if len(hs) == 0 {
+		return
+	}
+	if satisfied {
+		kept := hs[:0]
+		for _, h := range hs {
+			if h.failed {
+				kept = append(kept, h)
+			}
+		}
+		hs = kept
+	}
+	for _, node := range boundOn {
+		i := -1
+		for j, h := range hs {
+			if h.failed && (i < 0 || h.node == node) {
+				i = j
+			}
+		}
+		if i >= 0 {
+			hs = append(hs[:i], hs[i+1:]...)
+		}
+	}
+	if len(hs) == 0 {
+		delete(s.holds, gang)
+		return
+	}
+	s.holds[gang] = hs
+}
+
+// snapshotHolds drops expired holds and those of gangs that are gone, and
+// returns the rest for the core, in a stable order.
+func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
+	var out []core.Hold
+	keys := make([]string, 0, len(s.holds))
+	for key := range s.holds {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if s.gangs[key] == nil {
+			delete(s.holds, key)
+			continue
+		}
+		kept := s.holds[key][:0]
+		for _, h := range s.holds[key] {
+			if h.until <= now {
+				continue
+			}
+			kept = append(kept, h)
+			n := sort.SearchStrings(order, h.node)
+			if n < len(order) && order[n] == h.node {
+				out = append(out, core.Hold{Gang: key, Node: n, Amount: h.amount})
+			}
+		}
+		if len(kept) == 0 {
+			delete(s.holds, key)
+		} else {
+			s.holds[key] = kept
+		}
+	}
+	return out
+}
+
+// running returns g's members that hold nodes, for the core's choice of
+// victims; bind in flight are left out (they cannot be evicted yet).
+func (s *Store) running(g *gangInfo, v *gangView, order []string) (core.Running, bool) {
+	r := core.Running{Gang: g.key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember}
+	for _, p := range g.members {
+		if !p.holds() || p.assumed {
+			continue
+		}
+		n := sort.SearchStrings(order, p.node)
+		if n == len(order) || order[n] != p.node {
+			continue
+		}
+		start := p.boundAt
+		if t := p.pod.Status.StartTime; t != nil {
+			start = t.Unix()
+		}
+		r.Members = append(r.Members, core.Placed{Name: p.pod.Name, Node: n, Request: p.req, Start: start,
+			Terminating: p.pod.DeletionTimestamp != nil || s.evicting[p.pod.UID]})
+	}
+	sort.Slice(r.Members, func(i, j int) bool { return r.Members[i].Name < r.Members[j].Name })
+	return r, len(r.Members) > 0
+}
+
+// carryOut evicts the plan's victims and keeps its holds.
+func (s *Scheduler) carryOut(ctx context.Context, plan core.Plan, views map[string]*gangView, now int64) {
+	byGang := map[string][]heldRoom{}
+	until := now + int64(s.opts.PreemptionGracePeriod.Seconds()) + 60
+	if s.opts.PreemptionGracePeriod <= 0 {
+		until = now + defaultGraceSeconds + 60
+	}
+	order := s.store.sortedNodes()
+	for _, h := range plan.Holds {
+		if h.Node >= 0 && h.Node < len(order) {
+			byGang[h.Gang] = append(byGang[h.Gang], heldRoom{node: order[h.Node], amount: h.Amount, until: until})
+		}
+	}
+	s.store.SetPlanHolds(byGang)
+	for _, e := range plan.Evictions {
+		v := views[e.Gang]
+		if v == nil {
+			continue
+		}
+		var pod *corev1.Pod
+		for _, p := range v.info.members {
+			if p.pod.Name == e.Member {
+				pod = p.pod
+			}
+		}
+		if pod == nil || pod.Spec.NodeName != e.Node {
+			continue
+		}
+		s.store.MarkEvicting(pod.UID)
+		s.evict(ctx, pod, e)
+	}
+}
+
+// defaultGraceSeconds is Kubernetes' default termination grace period, the
+// time a hold for a preemptor counts on when pods keep their own.
+const defaultGraceSeconds = 30
+
+// evict posts the eviction of pod.
+func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction) {
+	kind := "preempt"
+	if e.Reclaim {
+		kind = "reclaim"
+	}
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		select {
+		case s.bindSem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+		if g := s.opts.PreemptionGracePeriod; g > 0 {
+			secs := int64(g.Seconds())
+			if own := pod.Spec.TerminationGracePeriodSeconds; own == nil || *own > secs {
+				ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &secs}
+			}
+		}
+		err := s.kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
+		<-s.bindSem
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+		case ctx.Err() != nil:
+			return
+		default:
+			s.metrics.Evictions.WithLabelValues(kind, "error").Inc()
+			klog.FromContext(ctx).Error(err, "Eviction refused; the victim is chosen afresh in a later cycle", "pod", klog.KObj(pod), "preemptor", e.Preemptor)
+			s.send(ctx, func() { s.store.UnmarkEvicting(pod.UID) })
+			return
+		}
+		s.metrics.Evictions.WithLabelValues(kind, "ok").Inc()
+		if s.recorder != nil {
+			why := fmt.Sprintf("Preempted on %s to make room for gang %s, of higher priority", e.Node, e.Preemptor)
+			if e.Reclaim {
+				why = fmt.Sprintf("Reclaimed on %s for gang %s: this pod's queue holds more than its deserved share", e.Node, e.Preemptor)
+			}
+			s.recorder.Event(pod, corev1.EventTypeNormal, "Preempted", why)
+		}
+	}()
+}
