@@ -29,7 +29,7 @@ const rbacManifest = "../../deploy/rbac.yaml"
 // and roles of deploy/rbac.yaml (no cluster-admin), under leader election,
 // and checks that everything it must do works: take the Lease, create the
 // default Queue if missing, bind a gang, write PodGroup status and the
-// PodScheduled condition of a waiting pod.
+// PodScheduled condition of a waiting pod, evict a lower-priority gang.
 func TestLeastPrivilege(t *testing.T) {
 	e := newEnv(t)
 	e.addNodes(kwokNodes("rbac", 2).GPUs(2))
@@ -48,8 +48,9 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	cfg := rest.AnonymousClientConfig(restConfig)
 	cfg.BearerToken = tok.Status.Token
-	startSchedulerWith(t, cfg, &scheduler.LeaderElection{Namespace: "phalanx-system", Name: "phalanx-scheduler-e2e",
-		Identity: "e2e", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, true)
+	launchScheduler(t, cfg, &scheduler.LeaderElection{Namespace: "phalanx-system", Name: "phalanx-scheduler-e2e",
+		Identity: "e2e", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, true,
+		scheduler.Options{Preemption: true})
 
 	fits := e.create(gang("fits").Members(2).GPUs(2))
 	waits := e.create(gang("waits").Members(1).GPUs(4))
@@ -61,6 +62,10 @@ func TestLeastPrivilege(t *testing.T) {
 	if _, err := phalanx.SchedulingV1alpha1().Queues().Get(ctx, v1alpha1.DefaultQueue, metav1.GetOptions{}); err != nil {
 		t.Errorf("the scheduler did not create the default queue: %v", err)
 	}
+	// Evict: a gang of higher priority preempts fits.
+	urgent := e.create(gang("urgent").Members(2).GPUs(2).PriorityClass(e.priorityClass("urgent", 1000)))
+	e.eventually(time.Minute, "fits is evicted for urgent", e.gone(fits))
+	e.eventually(time.Minute, "urgent is bound", e.bound(urgent))
 	lease, err := kube.CoordinationV1().Leases("phalanx-system").Get(ctx, "phalanx-scheduler-e2e", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "e2e" {
 		t.Errorf("lease %+v (%v), want it held by e2e", lease, err)
