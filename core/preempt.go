@@ -104,6 +104,7 @@ func (c *cycle) preempt() {
 		freed := make([]int, len(r.Members))
 		p.freed = append(p.freed, freed)
 		var alive []int
+		qs := c.queues[r.Queue]
 		for mi := range r.Members {
 			m := &r.Members[mi]
 			freed[mi] = notFreed
@@ -112,14 +113,17 @@ func (c *cycle) preempt() {
 				continue
 			}
 			if m.Terminating {
+				// Its room counts as free, and its queue no longer holds it.
 				c.x.give(m.Node, withPod(m.Request))
+				if qs != nil {
+					qs.allocated = qs.allocated.Sub(withPod(m.Request))
+				}
 				freed[mi] = evicted
 				p.terminating++
 				continue
 			}
 			alive = append(alive, mi)
 		}
-		qs := c.queues[r.Queue]
 		if qs == nil || len(alive) == 0 {
 			continue
 		}
@@ -441,13 +445,13 @@ func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victim
 		}
 		c.plan.Holds = append(c.plan.Holds, Hold{Gang: g.ID, Node: n, Amount: amount})
 	}
-	t.reset() // the placement stays taken in the index: later preemptors cannot count on it
+	defer t.reset() // the placement stays taken in the index: later preemptors cannot count on it
 	st := &c.diag.Pending[s.status]
 	st.Reason = ReasonPreempting
 	st.resvNodes = 0
 	switch {
 	case len(victims) == 0:
-		st.text = fmt.Sprintf("fits once %d evicted member(s) have terminated; their room is held for it", p.terminating)
+		st.text = fmt.Sprintf("fits once %d evicted member(s) have terminated; their room is held for it", c.terminatingOn(t.nodes))
 	case len(queues) > 0:
 		st.text = fmt.Sprintf("reclaiming from queue %s, over its deserved share: evicting %d pod(s) of %s; room held for it until they terminate",
 			strings.Join(queues, ", "), pods, strings.Join(gangs, ", "))
@@ -455,4 +459,17 @@ func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victim
 		st.text = fmt.Sprintf("preempting lower-priority work in queue %s: evicting %d pod(s) of %s; room held for it until they terminate",
 			qs.q.Name, pods, strings.Join(gangs, ", "))
 	}
+}
+
+// terminatingOn counts the terminating members on nodes.
+func (c *cycle) terminatingOn(nodes []int) int {
+	n := 0
+	for _, r := range c.snap.Running {
+		for _, m := range r.Members {
+			if m.Terminating && slices.Contains(nodes, m.Node) {
+				n++
+			}
+		}
+	}
+	return n
 }
