@@ -79,8 +79,9 @@ type cycle struct {
 	open bool
 	// holds in force, by gang ID, and the gang whose holds are open now
 	// (hold.go).
-	holds  map[string][]*held
-	holder *Gang
+	holds     map[string][]*held
+	holdOrder []*held // the same, in the snapshot's order
+	holder    *Gang
 	// stuck lists, in visit order, the gangs whose minimum found no room:
 	// the candidates for preemption (preempt.go).
 	stuck []stuckGang

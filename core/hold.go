@@ -43,6 +43,7 @@ func (c *cycle) applyHolds() {
 		hd := &held{node: h.Node, amount: h.Amount, applied: clip(h.Amount, c.x.free[h.Node])}
 		c.x.take(h.Node, hd.applied)
 		c.holds[h.Gang] = append(c.holds[h.Gang], hd)
+		c.holdOrder = append(c.holdOrder, hd)
 	}
 }
 
@@ -91,13 +92,16 @@ func (c *cycle) closeHolds(placed bool) {
 // reapplyHolds clips every applied hold afresh to what is free now; the
 // preemption phase calls it once it has counted terminating members' room as
 // free, so that a preemptor's holds cover the room its victims free.
+// Holds are clipped in the snapshot's order, so that the plan does not
+// depend on the order of a map.
 func (c *cycle) reapplyHolds() {
-	for _, hs := range c.holds {
-		for _, h := range hs {
-			if h.state != holdApplied {
-				continue
-			}
+	for _, h := range c.holdOrder {
+		if h.state == holdApplied {
 			c.x.give(h.node, h.applied)
+		}
+	}
+	for _, h := range c.holdOrder {
+		if h.state == holdApplied {
 			h.applied = clip(h.amount, c.x.free[h.node])
 			c.x.take(h.node, h.applied)
 		}

@@ -289,7 +289,7 @@ func addReleases(s *Snapshot, seed uint64) {
 
 // addRunning turns what randomSnapshot's nodes use into running gangs of one
 // to three members, in random queues with random priorities, a few of them
-// terminating.
+// terminating, and adds holds.
 func addRunning(s *Snapshot, seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	queue := map[string]int{}
@@ -313,6 +313,12 @@ func addRunning(s *Snapshot, seed uint64) {
 			Request: req, Start: int64(r.IntN(1000)), Terminating: r.IntN(10) == 0})
 		cur.MinMember = 1 + r.IntN(len(cur.Members))
 		s.Queues[queue[cur.Queue]].Allocated = s.Queues[queue[cur.Queue]].Allocated.Add(withPod(req))
+	}
+	// Holds for some gangs, several on the same nodes.
+	for i, g := range s.Gangs {
+		if i%7 == 0 {
+			s.Holds = append(s.Holds, Hold{Gang: g.ID, Node: r.IntN(min(len(s.Nodes), 12)), Amount: Vector{Pods: 1, gpuDim: int64(1 + r.IntN(4))}})
+		}
 	}
 }
 
