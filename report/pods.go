@@ -5,7 +5,10 @@ package report
 // submission. Its state is read from the last PodEvent at or before the
 // moment, cross-checked with the job's outcome: no event yet means Pending;
 // a pod bound while its job has not started holds its node but does nothing
-// (Idle); a pod of a started job runs until the job completes. The pods of a
+// (Idle); a pod of a started job runs until the job completes; an evicted
+// pod is Terminating on its node until its grace period ends, then Pending
+// again (its job's controller recreates it) unless its job is done; a pod
+// that died is Failed until its replacement is created, Pending. The pods of a
 // job are named as the simulator names them, "<job>-<role>-<index>", which is
 // also the tf-operator convention the users of the seed experiments saw.
 
@@ -35,6 +38,10 @@ const (
 	Running
 	// Completed: its job finished.
 	Completed
+	// Terminating: evicted, still holding its node for its grace period.
+	Terminating
+	// Failed: it died while its job ran; its replacement is not created yet.
+	Failed
 )
 
 // String names the phase.
@@ -48,6 +55,10 @@ func (p Phase) String() string {
 		return "Running"
 	case Completed:
 		return "Completed"
+	case Terminating:
+		return "Terminating"
+	case Failed:
+		return "Failed"
 	}
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
@@ -75,8 +86,10 @@ func (p PodRow) Status() string {
 		return fmt.Sprintf("Running (idle: only %d/%d pods of %s bound)", p.Bound, p.Members, p.Job)
 	case Running:
 		return "Running"
-	case Completed:
-		return "Completed"
+	case Completed, Terminating:
+		return p.Phase.String()
+	case Failed:
+		return "Error"
 	default:
 		return "Pending"
 	}
@@ -148,10 +161,12 @@ func Pods(w *workload.Workload, res *sim.Result, at int64) []PodRow {
 			}
 		}
 		if e, ok := last[s.name]; ok && e.Kind != "" {
-			row.Node = e.Node
 			row.Phase = phase(e.Kind, outcome[s.job], at)
+			if row.Phase != Pending {
+				row.Node = e.Node
+			}
 		}
-		if row.Node != "" && row.Phase != Completed {
+		if row.Phase == Idle || row.Phase == Running {
 			bound[s.job]++
 		}
 		rows = append(rows, row)
@@ -164,6 +179,17 @@ func Pods(w *workload.Workload, res *sim.Result, at int64) []PodRow {
 
 // phase is the phase of a pod whose last event is of the given kind.
 func phase(kind string, o *sim.JobOutcome, at int64) Phase {
+	switch kind {
+	case "evicted":
+		return Terminating
+	case "failed":
+		return Failed
+	case "deleted", "replaced":
+		if o != nil && o.Finish >= 0 && o.Finish <= at {
+			return Completed
+		}
+		return Pending
+	}
 	switch {
 	case kind == "completed" || o != nil && o.Finish >= 0 && o.Finish <= at:
 		return Completed
@@ -191,18 +217,29 @@ func WritePods(out io.Writer, rows []PodRow, indent string) error {
 	return nil
 }
 
-// GPUsAt sums what the view says about GPUs: held by running pods, held by
-// idle pods, and free of the capacity that joined by time at.
-func GPUsAt(w *workload.Workload, rows []PodRow, at int64) (running, idle, free int64) {
+// GPUCounts is what a pod view says about GPUs.
+type GPUCounts struct {
+	// Running: held by running pods; Idle: by idle pods; Terminating: by
+	// evicted pods not gone yet; Free: the rest of the capacity that joined
+	// by then.
+	Running, Idle, Terminating, Free int64
+}
+
+// GPUsAt sums what the view rows, taken at time at, say about GPUs.
+func GPUsAt(w *workload.Workload, rows []PodRow, at int64) GPUCounts {
+	var c GPUCounts
 	for _, r := range rows {
 		switch r.Phase {
 		case Running:
-			running += r.GPUs
+			c.Running += r.GPUs
 		case Idle:
-			idle += r.GPUs
+			c.Idle += r.GPUs
+		case Terminating:
+			c.Terminating += r.GPUs
 		}
 	}
-	return running, idle, capacity(w, at) - running - idle
+	c.Free = capacity(w, at) - c.Running - c.Idle - c.Terminating
+	return c
 }
 
 // Moment is a time worth a pod view, and why.

@@ -94,7 +94,8 @@ func TestWriteJSON(t *testing.T) {
 			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
 			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": 0.0,
 			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "makespan_s": 870.0, "jain_fairness": 1.0,
-			"rack_locality": 0.0,
+			"rack_locality": 0.0, "preempted_gangs": 0.0, "evicted_members": 0.0, "preemption_lost_gpu_s": 0.0,
+			"member_failures": 0.0, "mean_replacement_wait_s": 0.0, "max_replacement_wait_s": 0.0,
 		}
 	}
 	want := map[string][]map[string]any{"results": {row("phalanx", 0), row("pod-by-pod", 270)}}

@@ -46,8 +46,12 @@ func WriteStory(out io.Writer, c Comparison) error {
 		fmt.Fprintf(ew, "\nPods at %s, %s:\n", Instant(m.At), m.Why)
 		for _, r := range c.Results {
 			rows := Pods(w, r, m.At)
-			running, idle, free := GPUsAt(w, rows, m.At)
-			fmt.Fprintf(ew, "\n  %s: GPUs %d running, %d held idle, %d free\n", r.Policy, running, idle, free)
+			g := GPUsAt(w, rows, m.At)
+			terminating := ""
+			if g.Terminating > 0 {
+				terminating = fmt.Sprintf(", %d terminating", g.Terminating)
+			}
+			fmt.Fprintf(ew, "\n  %s: GPUs %d running, %d held idle%s, %d free\n", r.Policy, g.Running, g.Idle, terminating, g.Free)
 			WritePods(ew, rows, "    ")
 		}
 	}

@@ -19,7 +19,7 @@ type metricRow struct {
 func count(n int) string { return grouped(int64(n)) }
 
 // metricRows lists the rows of the table, in order. Every field of
-// sim.Metrics has a row here or in rackRows.
+// sim.Metrics has a row here, in rackRows or in failureRows.
 var metricRows = []metricRow{
 	{"jobs", func(m *sim.Metrics) string { return count(m.JobsTotal) }},
 	{"  completed", func(m *sim.Metrics) string { return count(m.JobsCompleted) }},
@@ -35,6 +35,9 @@ var metricRows = []metricRow{
 	{"GPU time held idle by incomplete gangs", func(m *sim.Metrics) string { return gpuTime(m.WastedGPUSeconds) }},
 	{"makespan", func(m *sim.Metrics) string { return Duration(m.Makespan) }},
 	{"fairness between queues (Jain, 1 = fair)", func(m *sim.Metrics) string { return fmt.Sprintf("%.3f", m.JainFairness) }},
+	{"preemptions (gangs that lost pods)", func(m *sim.Metrics) string { return count(m.PreemptedGangs) }},
+	{"  pods evicted", func(m *sim.Metrics) string { return count(m.EvictedMembers) }},
+	{"  GPU time lost (run time thrown away)", func(m *sim.Metrics) string { return gpuTime(m.PreemptionLostGPUSeconds) }},
 }
 
 // rackRows are shown after metricRows only for workloads with racks.
@@ -42,9 +45,17 @@ var rackRows = []metricRow{
 	{"multi-node jobs within one rack", func(m *sim.Metrics) string { return percent(m.RackLocality) }},
 }
 
+// failureRows are shown last only when some run had member failures.
+var failureRows = []metricRow{
+	{"pods failed while their job ran", func(m *sim.Metrics) string { return count(m.MemberFailures) }},
+	{"  replacement wait for a node, mean", func(m *sim.Metrics) string { return Duration(m.MeanReplacementWait) }},
+	{"  replacement wait for a node, max", func(m *sim.Metrics) string { return Duration(m.MaxReplacementWait) }},
+}
+
 // WriteTable writes c's metrics as one table, a column per policy and a row
-// per figure (rack locality only when the workload has racks), followed by one line per policy with the wall time its run
-// took when c.Wall says.
+// per figure (rack locality only when the workload has racks, member
+// failures only when some run had any), followed by one line per policy
+// with the wall time its run took when c.Wall says.
 func WriteTable(out io.Writer, c Comparison) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
 	head := []string{""}
@@ -55,6 +66,12 @@ func WriteTable(out io.Writer, c Comparison) error {
 	rows := metricRows
 	if c.Workload != nil && len(c.Workload.Topology) > 0 {
 		rows = append(rows[:len(rows):len(rows)], rackRows...)
+	}
+	for _, r := range c.Results {
+		if r.Metrics.MemberFailures > 0 {
+			rows = append(rows[:len(rows):len(rows)], failureRows...)
+			break
+		}
 	}
 	for _, row := range rows {
 		cells := []string{row.label}

@@ -3,9 +3,12 @@ package report
 // This file tells the story of a recorded run job by job: submissions, node
 // pools joining, members bound before their job could start (the partial
 // gangs a pod-by-pod scheduler leaves holding resources), starts and
-// completions, and at the end the jobs that never ran and why. Entries that
-// happen at the same time keep the simulator's order: completions, pools,
-// submissions, then what the scheduling cycle did.
+// completions, evictions and the restarts they cause, members that fail and
+// their replacements, and at the end the jobs that never ran and why.
+// Entries that happen at the same time keep the simulator's order:
+// completions, failures, pools, replacements, submissions, then what the
+// scheduling cycle did. A recorded run shows every start of a job that was
+// restarted; an unrecorded one only the start that led to its completion.
 
 import (
 	"cmp"
@@ -30,10 +33,13 @@ type Step struct {
 // Entry kinds in the order they happen within one instant.
 const (
 	orderComplete = iota
+	orderFail
 	orderPool
+	orderReplace
 	orderSubmit
 	orderPartial
 	orderWait
+	orderEvict
 	orderStart
 	orderEnd
 )
@@ -55,18 +61,27 @@ func Timeline(w *workload.Workload, res *sim.Result) []Step {
 	for _, s := range specs {
 		gpus[s.name] = s.gpus
 	}
-	partial := partialBinds(res.Events, res.Jobs, gpus)
 	for _, e := range res.Events {
 		if e.Kind == "waiting" {
 			add(e.Time, orderWait, "%s waits: %s", e.Job, e.Reason)
 		}
 	}
+	runs := podLife(res.Events, add)
+	partial := partialBinds(res.Events, res.Jobs, runs, gpus)
 	for _, o := range res.Jobs {
 		add(o.Submit, orderSubmit, "%s submitted (%s, %s)", o.ID, plural(int64(o.Members), "pod"), plural(o.GPUs, "GPU"))
 		for _, p := range partial[o.ID] {
 			add(p.at, orderPartial, "%s: %d/%d pods bound, holding %s idle; the job cannot start", o.ID, p.bound, o.Members, plural(p.gpus, "GPU"))
 		}
-		if o.Start >= 0 {
+		if rs, ok := runs[o.ID]; ok {
+			for _, r := range rs {
+				if t := r.from; t == o.Start {
+					add(t, orderStart, "%s starts (%d/%d pods bound)", o.ID, o.Placed, o.Members)
+				} else {
+					add(t, orderStart, "%s starts", o.ID)
+				}
+			}
+		} else if o.Start >= 0 {
 			add(o.Start, orderStart, "%s starts (%d/%d pods bound)", o.ID, o.Placed, o.Members)
 		}
 		if o.Finish >= 0 {
@@ -94,6 +109,77 @@ func Timeline(w *workload.Workload, res *sim.Result) []Step {
 
 const maxTime = int64(^uint64(0) >> 1)
 
+// run is when a job ran: from a pod of it running while none did, to none
+// running again (maxTime if that never happens).
+type run struct{ from, to int64 }
+
+// podLife follows the pods of the events: it adds the steps of evictions,
+// failures and replacements, and returns when each job with events ran.
+func podLife(events []sim.PodEvent, add func(at int64, order int, format string, args ...any)) map[string][]run {
+	runs := make(map[string][]run)
+	runningPods := make(map[string]int)  // by job
+	running := make(map[string]bool)     // pods running
+	replacedAt := make(map[string]int64) // pods whose replacement waits, since
+	type evictKey struct {
+		at          int64
+		job, reason string
+	}
+	var evictions []evictKey
+	evicted := make(map[evictKey]int)
+	stopped := make(map[evictKey]bool) // the job had no pod running left
+	stopRunning := func(e sim.PodEvent) {
+		if running[e.Pod] {
+			running[e.Pod] = false
+			runningPods[e.Job]--
+			if runningPods[e.Job] == 0 {
+				rs := runs[e.Job]
+				rs[len(rs)-1].to = e.Time
+			}
+		}
+	}
+	for _, e := range events {
+		switch e.Kind {
+		case "running":
+			if !running[e.Pod] {
+				if runningPods[e.Job] == 0 {
+					runs[e.Job] = append(runs[e.Job], run{from: e.Time, to: maxTime})
+				}
+				running[e.Pod] = true
+				runningPods[e.Job]++
+			}
+		case "completed":
+			stopRunning(e)
+		case "evicted":
+			stopRunning(e)
+			k := evictKey{e.Time, e.Job, e.Reason}
+			if evicted[k] == 0 {
+				evictions = append(evictions, k)
+			}
+			evicted[k]++
+			stopped[k] = runningPods[e.Job] == 0
+		case "failed":
+			stopRunning(e)
+			add(e.Time, orderFail, "%s: pod %s failed on %s", e.Job, e.Pod, e.Node)
+		case "replaced":
+			replacedAt[e.Pod] = e.Time
+			add(e.Time, orderReplace, "%s: the replacement of pod %s is created", e.Job, e.Pod)
+		case "bound":
+			if since, ok := replacedAt[e.Pod]; ok {
+				delete(replacedAt, e.Pod)
+				add(e.Time, orderStart, "%s: the replacement of pod %s is bound to %s after waiting %s", e.Job, e.Pod, e.Node, Duration(float64(e.Time-since)))
+			}
+		}
+	}
+	for _, k := range evictions {
+		text := fmt.Sprintf("%s: %s evicted (%s)", k.job, plural(int64(evicted[k]), "pod"), k.reason)
+		if stopped[k] {
+			text += "; the job stops and will start again from scratch"
+		}
+		add(k.at, orderEvict, "%s", text)
+	}
+	return runs
+}
+
 // partial is a job's bound members at one time before the job started.
 type partial struct {
 	at, gpus int64
@@ -101,18 +187,28 @@ type partial struct {
 }
 
 // partialBinds returns, per job, each time members were bound while the job
-// had not started, with the count and GPUs of its bound members then.
-func partialBinds(events []sim.PodEvent, jobs []sim.JobOutcome, gpus map[string]int64) map[string][]partial {
+// was not running, with the count and GPUs of its bound members then. When
+// a job ran is read from runs, or from its outcome for jobs without.
+func partialBinds(events []sim.PodEvent, jobs []sim.JobOutcome, runs map[string][]run, gpus map[string]int64) map[string][]partial {
 	start := make(map[string]int64, len(jobs))
 	for _, o := range jobs {
 		start[o.ID] = o.Start
 	}
+	ran := func(job string, t int64) bool {
+		rs, ok := runs[job]
+		if !ok {
+			return start[job] >= 0 && t >= start[job]
+		}
+		for _, r := range rs {
+			if t >= r.from && t <= r.to {
+				return true
+			}
+		}
+		return false
+	}
 	out := make(map[string][]partial)
 	for _, e := range events {
-		if e.Kind != "bound" {
-			continue
-		}
-		if s := start[e.Job]; s >= 0 && e.Time >= s {
+		if e.Kind != "bound" || ran(e.Job, e.Time) {
 			continue
 		}
 		ps := out[e.Job]

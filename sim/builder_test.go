@@ -34,10 +34,19 @@ func resources(rs ...res) map[string]int64 {
 
 type jobOpt func(*workload.Job)
 
-func at(t int64) jobOpt       { return func(j *workload.Job) { j.Submit = t } }
-func runs(d int64) jobOpt     { return func(j *workload.Job) { j.Duration = d } }
-func inQueue(q string) jobOpt { return func(j *workload.Job) { j.Queue = q } }
-func minMember(n int) jobOpt  { return func(j *workload.Job) { j.MinMember = n } }
+func at(t int64) jobOpt        { return func(j *workload.Job) { j.Submit = t } }
+func runs(d int64) jobOpt      { return func(j *workload.Job) { j.Duration = d } }
+func inQueue(q string) jobOpt  { return func(j *workload.Job) { j.Queue = q } }
+func minMember(n int) jobOpt   { return func(j *workload.Job) { j.MinMember = n } }
+func priority(p int32) jobOpt  { return func(j *workload.Job) { j.Priority = p } }
+func gpuModel(m string) jobOpt { return func(j *workload.Job) { j.GPUModel = m } }
+
+// fails adds a failure of member m at run time at, replaced after restart.
+func fails(at int64, m int, restart int64) jobOpt {
+	return func(j *workload.Job) {
+		j.Failures = append(j.Failures, workload.Failure{At: at, Member: m, RestartAfter: restart})
+	}
+}
 func selector(k, v string) taskOp {
 	return func(t *workload.Task) { t.NodeSelector = map[string]string{k: v} }
 }

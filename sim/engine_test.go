@@ -73,7 +73,7 @@ func TestInvariants(t *testing.T) {
 				if e.Kind == "bound" {
 					heldByStuck += bindGPUs(w, e)
 				}
-				if e.Kind == "completed" {
+				if e.Kind == "completed" || e.Kind == "deleted" || e.Kind == "failed" {
 					heldByStuck -= bindGPUs(w, e)
 				}
 			}
@@ -184,7 +184,7 @@ func TestBadPlansAreRejected(t *testing.T) {
 		{"overcommit", []core.Bind{{Gang: "j", Member: "j-w-0", Node: "n-0"}, {Gang: "j", Member: "j-w-1", Node: "n-0"}}, "free"},
 	}
 	for _, tc := range tests {
-		_, err := run(w, "fake", &fakeCore{plan: core.Plan{Binds: tc.binds}}, Options{})
+		_, err := run(w, "fake", &fakeCore{plan: core.Plan{Binds: tc.binds}}, gangOptions{}, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
@@ -202,7 +202,7 @@ func TestFakeCoreDiagnostics(t *testing.T) {
 		plan: core.Plan{Binds: []core.Bind{{Gang: "j", Member: "j-w-1", Node: "n-1"}}},
 		diag: core.Diagnostics{Pending: []core.GangStatus{{Gang: "j", Reason: core.ReasonQueueClosed}}},
 	}
-	r, err := run(w, "fake", f, Options{Record: true})
+	r, err := run(w, "fake", f, gangOptions{}, Options{Record: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,32 @@
 package sim
 
-// This file runs the gang policies ("phalanx", "fifo-gang") through the core.
-// The simulator keeps one core.Snapshot for the whole run and updates it
-// incrementally: the state writes node Used and queue Allocated as members
-// bind and free, and this file keeps Snapshot.Gangs, the gangs that still
-// have pending members, in arrival order (Submit, then ID, the core's own
-// tie rule, so the core never has to sort). Each cycle hands the snapshot to
-// RunCycle, checks every bind of the plan against the snapshot (known gang,
-// member and node, admitted by the node's filters, fits its free resources)
-// and applies it through the state; a bad plan aborts the run with an error.
-// A gang leaves the list when its last member is bound or when its job
-// completes with elastic members still pending. The diagnostics of the last
-// cycle name why each never-started job waits.
+// This file runs the gang policies ("phalanx", "fifo-gang", "volcano")
+// through the core. The simulator keeps one core.Snapshot for the whole run
+// and updates it incrementally: the state writes node Used and queue
+// Allocated as members bind and free, and this file keeps Snapshot.Gangs, the
+// gangs that still have pending members, in arrival order (Submit, then ID,
+// the core's own tie rule, so the core never has to sort). Each cycle hands
+// the snapshot to RunCycle, checks every bind of the plan against the
+// snapshot (known gang, member and node, admitted by the node's filters,
+// fits its free resources) and applies it through the state, then checks and
+// applies every eviction (known gang, member and node, the member placed on
+// that node and not already terminating, a known pending preemptor); a bad
+// plan aborts the run with an error. A gang leaves the list when its last
+// member is bound or when its job completes with elastic members still
+// pending, and comes back, at its place in arrival order, when a member of
+// it waits again (an evicted member whose grace period ended, a failed
+// member's replacement). The diagnostics of the last cycle name why each
+// never-started job waits.
+//
+// With preemption on, every cycle also fills Snapshot.Running from the jobs
+// with members on nodes. A victim job left below MinMember by the plan's
+// evictions restarts from scratch: its other members terminate too and,
+// once their grace period ends, the whole gang waits again with its original
+// arrival. Holds: the plan's holds for a preemptor replace the ones it had,
+// and last until the gang gets a bind or grace period + holdMargin has
+// passed; a member that fails while its gang runs gets a hold of what it
+// freed on its node, for the gang, until its replacement binds or the hold
+// period (Options.HoldFailed) ends. Both kinds go into Snapshot.Holds.
 
 import (
 	"fmt"
@@ -19,6 +34,10 @@ import (
 
 	"github.com/phalanx-sched/phalanx/core"
 )
+
+// holdMargin is how much longer than the grace period a preemptor's holds
+// last, for its victims to terminate and for it to be placed.
+const holdMargin = 60
 
 // cycler is the part of *core.Scheduler the gang policies use; tests
 // substitute a fake.
@@ -38,9 +57,38 @@ type gangEntry struct {
 	touched bool
 }
 
+// preemptHolds are the holds a plan made for one preemptor.
+type preemptHolds struct {
+	job   *job
+	holds []core.Hold
+	until int64
+}
+
+// failHold keeps what a failed member freed for its replacement.
+type failHold struct {
+	job    *job
+	member int
+	run    uint32 // the job's run when the member failed
+	hold   core.Hold
+	until  int64
+}
+
+// gangOptions are what distinguishes the gang policies in the simulator.
+type gangOptions struct {
+	reserve bool // the core reserves: keep Snapshot.Releases
+	preempt bool // the core preempts: keep Snapshot.Running, apply evictions
+	// ignoreTopology drops the jobs' required topology levels (a policy
+	// that does not know them).
+	ignoreTopology bool
+	// holdFailed is how long a failed member's resources are held for its
+	// replacement, in seconds; 0: not at all.
+	holdFailed int64
+}
+
 type gangPolicy struct {
 	s       *state
 	sched   cycler
+	opt     gangOptions
 	entries []*gangEntry
 	byID    map[string]*gangEntry
 	dirty   bool
@@ -48,11 +96,15 @@ type gangPolicy struct {
 	reasons map[string]string
 	touched []*gangEntry
 	said    map[string]string // last reason recorded per gang
-	reserve bool              // the core reserves: keep Snapshot.Releases
+
+	preemptHolds []preemptHolds // in the order they were made
+	failHolds    []failHold     // in the order the members failed
+	placed       []core.Placed  // scratch for Snapshot.Running
+	victims      []*job         // scratch: the jobs a plan evicts from
 }
 
-func newGangPolicy(s *state, sched cycler) *gangPolicy {
-	return &gangPolicy{s: s, sched: sched, byID: make(map[string]*gangEntry)}
+func newGangPolicy(s *state, sched cycler, opt gangOptions) *gangPolicy {
+	return &gangPolicy{s: s, sched: sched, opt: opt, byID: make(map[string]*gangEntry)}
 }
 
 func (g *gangPolicy) arrive(jobs []*job) {
@@ -62,27 +114,36 @@ func (g *gangPolicy) arrive(jobs []*job) {
 		if len(j.members) == 0 {
 			continue
 		}
-		e := &gangEntry{job: j, ix: make([]int32, len(j.members))}
-		e.gang = core.Gang{
-			ID:        j.spec.ID,
-			Queue:     j.spec.Queue,
-			Priority:  j.spec.Priority,
-			MinMember: j.spec.MinMember,
-			Arrival:   j.spec.Submit,
-			Estimate:  j.spec.Duration,
-			Pending:   make([]core.Member, len(j.members)),
-
-			RequiredLevel: j.spec.RequiredTopology,
-		}
+		e := g.newEntry(j, len(j.members))
 		for m := range j.members {
 			mem := &j.members[m]
-			e.gang.Pending[m] = core.Member{Name: mem.name, Request: mem.req, Constraints: mem.cons}
-			e.ix[m] = int32(m)
+			e.gang.Pending = append(e.gang.Pending, core.Member{Name: mem.name, Request: mem.req, Constraints: mem.cons})
+			e.ix = append(e.ix, int32(m))
 		}
 		g.entries = append(g.entries, e)
 		g.s.snap.Gangs = append(g.s.snap.Gangs, &e.gang)
-		g.byID[e.gang.ID] = e
 	}
+}
+
+// newEntry makes the entry of j with room for n pending members and
+// registers it by ID; the caller puts it in the list.
+func (g *gangPolicy) newEntry(j *job, n int) *gangEntry {
+	e := &gangEntry{job: j, ix: make([]int32, 0, n)}
+	e.gang = core.Gang{
+		ID:        j.spec.ID,
+		Queue:     j.spec.Queue,
+		Priority:  j.spec.Priority,
+		MinMember: j.spec.MinMember,
+		Arrival:   j.spec.Submit,
+		Estimate:  j.estimate,
+		Bound:     j.placed,
+		Pending:   make([]core.Member, 0, n),
+	}
+	if !g.opt.ignoreTopology {
+		e.gang.RequiredLevel = j.spec.RequiredTopology
+	}
+	g.byID[e.gang.ID] = e
+	return e
 }
 
 func (g *gangPolicy) completed(j *job) {
@@ -90,6 +151,59 @@ func (g *gangPolicy) completed(j *job) {
 		e.gang.Pending, e.ix = nil, nil
 		g.dirty = true
 	}
+}
+
+// requeue puts member m of j back among the pending members of its gang, in
+// member order, bringing the gang back into the list if it had left.
+func (g *gangPolicy) requeue(j *job, m int) {
+	g.compact() // an entry emptied this instant must not be found again
+	e, ok := g.byID[j.spec.ID]
+	if !ok {
+		e = g.newEntry(j, 1)
+		g.insert(e)
+	}
+	e.gang.Bound = j.placed
+	k := sort.Search(len(e.ix), func(i int) bool { return e.ix[i] > int32(m) })
+	mem := &j.members[m]
+	e.gang.Pending = append(e.gang.Pending, core.Member{})
+	copy(e.gang.Pending[k+1:], e.gang.Pending[k:])
+	e.gang.Pending[k] = core.Member{Name: mem.name, Request: mem.req, Constraints: mem.cons}
+	e.ix = append(e.ix, 0)
+	copy(e.ix[k+1:], e.ix[k:])
+	e.ix[k] = int32(m)
+}
+
+// insert puts e into the list at its place in arrival order.
+func (g *gangPolicy) insert(e *gangEntry) {
+	k := sort.Search(len(g.entries), func(i int) bool {
+		o := &g.entries[i].gang
+		if o.Arrival != e.gang.Arrival {
+			return o.Arrival > e.gang.Arrival
+		}
+		return o.ID > e.gang.ID
+	})
+	g.entries = append(g.entries, nil)
+	copy(g.entries[k+1:], g.entries[k:])
+	g.entries[k] = e
+	gangs := g.s.snap.Gangs
+	gangs = append(gangs, nil)
+	copy(gangs[k+1:], gangs[k:])
+	gangs[k] = &e.gang
+	g.s.snap.Gangs = gangs
+}
+
+// failed holds what member m of j freed on node for its replacement.
+func (g *gangPolicy) failed(j *job, m int, node int32, amount core.Vector) {
+	if e, ok := g.byID[j.spec.ID]; ok {
+		e.gang.Bound = j.placed
+	}
+	if g.opt.holdFailed <= 0 || j.start < 0 {
+		return
+	}
+	until := g.s.now + g.opt.holdFailed
+	g.failHolds = append(g.failHolds, failHold{job: j, member: m, run: j.runs, until: until,
+		hold: core.Hold{Gang: j.spec.ID, Node: int(node), Amount: amount}})
+	g.s.push(timer{at: until, kind: timerWake, job: int32(j.idx)})
 }
 
 // compact drops the gangs with no pending member, keeping the order.
@@ -116,13 +230,18 @@ func (g *gangPolicy) compact() {
 
 func (g *gangPolicy) cycle() error {
 	g.compact()
+	g.refreshHolds()
 	if len(g.entries) == 0 {
 		return nil
 	}
-	if g.reserve {
-		g.s.snap.Releases = g.s.releases(g.s.snap.Releases[:0])
+	s := g.s
+	if g.opt.reserve {
+		s.snap.Releases = s.releases(s.snap.Releases[:0])
 	}
-	plan, diag := g.sched.RunCycle(&g.s.snap, g.s.now)
+	if g.opt.preempt {
+		s.snap.Running, g.placed = s.runningGangs(s.snap.Running, g.placed)
+	}
+	plan, diag := g.sched.RunCycle(&s.snap, s.now)
 	g.last = diag
 	g.recordReasons(diag)
 	var e *gangEntry
@@ -130,7 +249,7 @@ func (g *gangPolicy) cycle() error {
 		if e == nil || e.gang.ID != b.Gang {
 			var ok bool
 			if e, ok = g.byID[b.Gang]; !ok {
-				return fmt.Errorf("sim: at %d s the plan binds unknown gang %q", g.s.now, b.Gang)
+				return fmt.Errorf("sim: at %d s the plan binds unknown gang %q", s.now, b.Gang)
 			}
 			if !e.touched {
 				e.touched = true
@@ -150,16 +269,169 @@ func (g *gangPolicy) cycle() error {
 			}
 		}
 		clear(e.gang.Pending[k:])
-		e.gang.Bound += len(e.ix) - k
+		e.gang.Bound = e.job.placed
 		e.gang.Pending, e.ix = e.gang.Pending[:k], e.ix[:k]
 		e.cursor, e.touched = 0, false
 		if k == 0 {
 			g.dirty = true
 		}
+		g.dropPreemptHolds(e.job)
 	}
 	clear(g.touched)
 	g.touched = g.touched[:0]
+	if err := g.evict(plan.Evictions); err != nil {
+		return err
+	}
+	return g.keepHolds(plan.Holds)
+}
+
+// evict checks the plan's evictions and carries them out; victims left
+// below MinMember restart.
+func (g *gangPolicy) evict(evictions []core.Eviction) error {
+	if len(evictions) == 0 {
+		return nil
+	}
+	s := g.s
+	if !g.opt.preempt {
+		return fmt.Errorf("sim: at %d s the plan evicts %s of gang %q, but preemption is off", s.now, evictions[0].Member, evictions[0].Gang)
+	}
+	g.victims = g.victims[:0]
+	var victim *job
+	for _, ev := range evictions {
+		if victim == nil || victim.spec.ID != ev.Gang {
+			victim = nil
+			for _, ji := range s.resident {
+				if j := &s.jobs[ji]; j.spec.ID == ev.Gang {
+					victim = j
+					break
+				}
+			}
+			if victim == nil {
+				return fmt.Errorf("sim: at %d s the plan evicts %q of gang %q, which has no member on a node", s.now, ev.Member, ev.Gang)
+			}
+		}
+		n, ok := s.nodeIdx[ev.Node]
+		if !ok {
+			return fmt.Errorf("sim: at %d s the plan evicts %q from unknown node %q", s.now, ev.Member, ev.Node)
+		}
+		m := -1
+		for i := range victim.members {
+			if victim.members[i].name == ev.Member {
+				m = i
+				break
+			}
+		}
+		if m < 0 {
+			return fmt.Errorf("sim: at %d s the plan evicts %q, which is not a member of gang %q", s.now, ev.Member, ev.Gang)
+		}
+		mem := &victim.members[m]
+		switch {
+		case mem.state == memberTerminating:
+			return fmt.Errorf("sim: at %d s the plan evicts %q, which is already terminating", s.now, ev.Member)
+		case mem.state != memberPlaced || mem.node != n:
+			return fmt.Errorf("sim: at %d s the plan evicts %q from node %q, where it does not run", s.now, ev.Member, ev.Node)
+		}
+		if _, ok := g.byID[ev.Preemptor]; !ok {
+			return fmt.Errorf("sim: at %d s the plan evicts %q for gang %q, which has no pending member", s.now, ev.Member, ev.Preemptor)
+		}
+		verb := "preempted"
+		if ev.Reclaim {
+			verb = "reclaimed"
+		}
+		s.evict(victim, m, verb+" by "+ev.Preemptor)
+		s.evictedMembers++
+		if !containsJob(g.victims, victim) {
+			g.victims = append(g.victims, victim)
+		}
+	}
+	s.preemptedGangs += len(g.victims)
+	for _, j := range g.victims {
+		if j.start >= 0 && j.placed < j.spec.MinMember {
+			s.restart(j)
+		}
+		if e, ok := g.byID[j.spec.ID]; ok {
+			e.gang.Bound = j.placed
+		}
+	}
+	clear(g.victims)
 	return nil
+}
+
+func containsJob(jobs []*job, j *job) bool {
+	for _, x := range jobs {
+		if x == j {
+			return true
+		}
+	}
+	return false
+}
+
+// keepHolds checks the plan's holds and keeps them, each gang's replacing
+// the ones it had.
+func (g *gangPolicy) keepHolds(holds []core.Hold) error {
+	s := g.s
+	for i := 0; i < len(holds); {
+		gang := holds[i].Gang
+		e, ok := g.byID[gang]
+		if !ok {
+			return fmt.Errorf("sim: at %d s the plan holds resources for gang %q, which has no pending member", s.now, gang)
+		}
+		k := i
+		for ; k < len(holds) && holds[k].Gang == gang; k++ {
+			if holds[k].Node < 0 || holds[k].Node >= len(s.snap.Nodes) {
+				return fmt.Errorf("sim: at %d s the plan holds resources for gang %q on node %d, which does not exist", s.now, gang, holds[k].Node)
+			}
+		}
+		g.dropPreemptHolds(e.job)
+		until := s.now + s.grace + holdMargin
+		g.preemptHolds = append(g.preemptHolds, preemptHolds{job: e.job, holds: append([]core.Hold(nil), holds[i:k]...), until: until})
+		s.push(timer{at: until, kind: timerWake, job: int32(e.job.idx)})
+		i = k
+	}
+	return nil
+}
+
+// dropPreemptHolds forgets the holds made for j as a preemptor.
+func (g *gangPolicy) dropPreemptHolds(j *job) {
+	k := 0
+	for _, h := range g.preemptHolds {
+		if h.job != j {
+			g.preemptHolds[k] = h
+			k++
+		}
+	}
+	clear(g.preemptHolds[k:])
+	g.preemptHolds = g.preemptHolds[:k]
+}
+
+// refreshHolds drops the holds that ended and fills Snapshot.Holds with the
+// others: a preemptor's until they expire or its job is done; a failed
+// member's until they expire, the replacement is placed, or the job is done
+// or restarted.
+func (g *gangPolicy) refreshHolds() {
+	s := g.s
+	s.snap.Holds = s.snap.Holds[:0]
+	k := 0
+	for _, h := range g.preemptHolds {
+		if h.until > s.now && !h.job.done {
+			g.preemptHolds[k] = h
+			k++
+			s.snap.Holds = append(s.snap.Holds, h.holds...)
+		}
+	}
+	clear(g.preemptHolds[k:])
+	g.preemptHolds = g.preemptHolds[:k]
+	k = 0
+	for _, h := range g.failHolds {
+		st := h.job.members[h.member].state
+		if h.until > s.now && !h.job.done && h.job.runs == h.run && h.job.start >= 0 && (st == memberFailed || st == memberPending) {
+			g.failHolds[k] = h
+			k++
+			s.snap.Holds = append(s.snap.Holds, h.hold)
+		}
+	}
+	clear(g.failHolds[k:])
+	g.failHolds = g.failHolds[:k]
 }
 
 // recordReasons adds a "waiting" event each time a gang's reason to wait

@@ -2,8 +2,10 @@ package sim
 
 // Golden scenario tests: each testdata/golden/NAME.yaml is a scenario file;
 // NAME.golden holds, per policy, every member event (bound, running,
-// completed) with its time and node, every change of a waiting job's reason,
-// and for every job that never started the reason the scheduler gave. Refresh after an intended change with
+// completed, evicted, deleted, failed, replaced) with its time, node and
+// reason, every change of a waiting job's reason, for every job that never
+// started the reason the scheduler gave, and the counts of preemptions and
+// failures when there are any. Refresh after an intended change with
 //
 //	go test ./sim -run Golden -rewrite
 //
@@ -78,6 +80,10 @@ func renderGolden(t *testing.T, w *workload.Workload) string {
 				fmt.Fprintf(&b, "%6ds %-9s %-24s %s\n", e.Time, e.Kind, e.Job, e.Reason)
 				continue
 			}
+			if e.Reason != "" {
+				fmt.Fprintf(&b, "%6ds %-9s %-24s %s (%s)\n", e.Time, e.Kind, e.Pod, e.Node, e.Reason)
+				continue
+			}
 			fmt.Fprintf(&b, "%6ds %-9s %-24s %s\n", e.Time, e.Kind, e.Pod, e.Node)
 		}
 		for _, j := range r.Jobs {
@@ -90,6 +96,13 @@ func renderGolden(t *testing.T, w *workload.Workload) string {
 			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, m.Makespan)
 		if len(w.Topology) > 0 {
 			fmt.Fprintf(&b, "rack locality %.2f\n", m.RackLocality)
+		}
+		if m.PreemptedGangs > 0 {
+			fmt.Fprintf(&b, "preempted %d gang(s), %d member(s), %.0f GPU-s lost\n", m.PreemptedGangs, m.EvictedMembers, m.PreemptionLostGPUSeconds)
+		}
+		if m.MemberFailures > 0 {
+			fmt.Fprintf(&b, "%d member failure(s), replacements waited %.0f s on average, %.0f s at most\n",
+				m.MemberFailures, m.MeanReplacementWait, m.MaxReplacementWait)
 		}
 		b.WriteString("\n")
 	}

@@ -17,6 +17,8 @@ package sim
 //     the run, elastic ones included) use more than one node, the share
 //     whose nodes all carry the same value of the workload's narrowest
 //     topology label; 0 when there is no such job or no topology.
+//   - preemptions, the GPU time they lost, member failures and how long
+//     replacements waited are counted by the state as they happen.
 // Integrals are computed in exact int64 arithmetic and converted once.
 
 import (
@@ -148,11 +150,10 @@ func metrics(s *state, jobs []JobOutcome, end int64) Metrics {
 	for i := range s.jobs {
 		j := &s.jobs[i]
 		demand[j.queue] += j.spec.Total(workload.GPU) * j.spec.Duration
-		if j.start >= 0 {
-			// Running time is clipped at end; every started job has
-			// finished by then, so this is the whole of it.
-			received[j.queue] += j.received
-		}
+		// Running time is clipped at end; every job running has finished
+		// by then, so this is the whole of it (runs lost to preemption
+		// included: the GPUs were received).
+		received[j.queue] += j.received
 	}
 	var xs []float64
 	for q := range demand {
@@ -162,6 +163,18 @@ func metrics(s *state, jobs []JobOutcome, end int64) Metrics {
 	}
 	m.JainFairness = jain(xs)
 	m.RackLocality = rackLocality(s)
+	m.PreemptedGangs, m.EvictedMembers = s.preemptedGangs, s.evictedMembers
+	m.PreemptionLostGPUSeconds = float64(s.lostGPUSeconds)
+	m.MemberFailures = s.failures
+	if n := len(s.replacementWaits); n > 0 {
+		var sum, most int64
+		for _, w := range s.replacementWaits {
+			sum += w
+			most = max(most, w)
+		}
+		m.MeanReplacementWait = float64(sum) / float64(n)
+		m.MaxReplacementWait = float64(most)
+	}
 	return m
 }
 
@@ -181,7 +194,7 @@ func rackLocality(s *state) float64 {
 		var rack string
 		for m := range j.members {
 			n := j.members[m].node
-			if n < 0 {
+			if st := j.members[m].state; n < 0 || st != memberPlaced && st != memberDone {
 				continue
 			}
 			r, ok := s.snap.Nodes[n].Labels[label]

@@ -80,21 +80,34 @@ func (p *podByPod) arrive(jobs []*job) {
 				continue
 			}
 			created = true
-			key := shapeKey{req: j.members[r].req, cons: j.members[r].cons}
-			sh, ok := p.byKey[key]
-			if !ok {
-				sh = &podShape{key: key}
-				p.byKey[key] = sh
-				p.shapes = append(p.shapes, sh)
-			}
-			sh.pods = append(sh.pods, pod{job: j, m: int32(r), seq: p.seq})
-			p.seq++
+			p.enqueue(j, r)
 		}
 		if !created {
 			return
 		}
 	}
 }
+
+// enqueue creates a pending pod for member m of j, behind every pod created
+// before.
+func (p *podByPod) enqueue(j *job, m int) {
+	key := shapeKey{req: j.members[m].req, cons: j.members[m].cons}
+	sh, ok := p.byKey[key]
+	if !ok {
+		sh = &podShape{key: key}
+		p.byKey[key] = sh
+		p.shapes = append(p.shapes, sh)
+	}
+	sh.pods = append(sh.pods, pod{job: j, m: int32(m), seq: p.seq})
+	p.seq++
+}
+
+// requeue creates the pod of a member that waits again (a failed member's
+// replacement), as its job's controller would.
+func (p *podByPod) requeue(j *job, m int) { p.enqueue(j, m) }
+
+// failed does nothing: the default scheduler keeps nothing for anyone.
+func (p *podByPod) failed(*job, int, int32, core.Vector) {}
 
 // completed leaves the job's unplaced pods in their FIFOs; they are dropped
 // when they reach the head.
@@ -204,7 +217,7 @@ func (p *podByPod) reason(j *job) string {
 	}
 	for m := range j.members {
 		mem := &j.members[m]
-		if mem.node >= 0 {
+		if mem.state != memberPending {
 			continue
 		}
 		return fmt.Sprintf("%d/%d pods placed; %d pending: %s", j.placed, total, total-j.placed, p.why(mem))

@@ -5,10 +5,14 @@ const (
 	PolicyPhalanx  = "phalanx"
 	PolicyPodByPod = "pod-by-pod"
 	PolicyFIFOGang = "fifo-gang"
+	// PolicyVolcano is a Volcano-like policy: proportional fair share by
+	// queue weight, priority and gangs, without reservation, topology or
+	// preemption (see gangPolicyConfig).
+	PolicyVolcano = "volcano"
 )
 
 // Policies lists every policy in the order reports show them.
-var Policies = []string{PolicyPhalanx, PolicyPodByPod, PolicyFIFOGang}
+var Policies = []string{PolicyPhalanx, PolicyPodByPod, PolicyFIFOGang, PolicyVolcano}
 
 // Metrics are the figures of one run, as `phalanx simulate --output json`
 // prints them. Times are in seconds.
@@ -32,6 +36,22 @@ type Metrics struct {
 	// Workload.Topology); 0 when no started job spans nodes or the workload
 	// has no racks.
 	RackLocality float64 `json:"rack_locality"`
+	// PreemptedGangs counts the times a running gang lost members to
+	// preemption or reclaim (a gang evicted in two cycles counts twice);
+	// EvictedMembers counts the members evicted.
+	PreemptedGangs int `json:"preempted_gangs"`
+	EvictedMembers int `json:"evicted_members"`
+	// PreemptionLostGPUSeconds is the GPU-seconds of run time thrown away by
+	// evictions: what each evicted member had run, and what the other
+	// members of a job restarted because of them had run.
+	PreemptionLostGPUSeconds float64 `json:"preemption_lost_gpu_s"`
+	// MemberFailures counts the members that failed while their job ran.
+	MemberFailures int `json:"member_failures"`
+	// MeanReplacementWait and MaxReplacementWait are how long the
+	// replacements of failed members waited for a node, from their creation
+	// to their bind (replacements that never bound are not counted).
+	MeanReplacementWait float64 `json:"mean_replacement_wait_s"`
+	MaxReplacementWait  float64 `json:"max_replacement_wait_s"`
 }
 
 // JobState is where a job ended up when the run ended.
@@ -74,11 +94,22 @@ type PodEvent struct {
 	Time int64
 	Job  string
 	Pod  string
-	// Kind is "bound", "running" (its job started), "completed", or
-	// "waiting" (Pod empty): the scheduler gave the job a new reason to wait.
+	// Kind is one of
+	//   - "bound": the member got a node;
+	//   - "running": its job started (or it joined a running job);
+	//   - "completed": its job completed and it left its node;
+	//   - "evicted": preemption evicted it (Reason says for whom), or its
+	//     job restarts; it keeps its node while it terminates;
+	//   - "deleted": its termination ended and it left its node; unless its
+	//     job is done, the member waits for a node again;
+	//   - "failed": it died while its job ran and left its node;
+	//   - "replaced": its replacement was created and waits for a node;
+	//   - "waiting" (Pod empty): the scheduler gave the job a new reason to
+	//     wait.
 	Kind string
 	Node string
-	// Reason is the scheduler's message, for "waiting" events.
+	// Reason is the scheduler's message for "waiting" events, and why an
+	// "evicted" member was evicted.
 	Reason string
 }
 

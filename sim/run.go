@@ -21,59 +21,113 @@ type Options struct {
 	Progress func(done, total int)
 	// ReserveAfter, for the phalanx policy, is how long a gang waits before
 	// nodes are reserved for it (seconds; 0: DefaultReserveAfter; < 0: no
-	// reservations). Trace durations serve as the run-time estimates.
+	// reservations). Durations serve as the run-time estimates, made wrong
+	// by EstimateError.
 	ReserveAfter int64
+	// NoPreemption turns off preemption within a queue and reclaim across
+	// queues for the phalanx policy (on by default).
+	NoPreemption bool
+	// GracePeriod is how long an evicted member keeps its node before it is
+	// freed (seconds; 0: DefaultGracePeriod; < 0: freed at once).
+	GracePeriod int64
+	// HoldFailed, for the phalanx policy, is how long what a failed member
+	// of a running job freed is held for its replacement (seconds; 0:
+	// DefaultHoldFailed; < 0: not held).
+	HoldFailed int64
+	// EstimateError makes the run-time estimates the scheduler gets differ
+	// from the durations; the zero value keeps them exact.
+	EstimateError EstimateError
 }
 
-// DefaultReserveAfter is the wait after which the phalanx policy reserves
-// nodes for a gang.
-const DefaultReserveAfter = 3600
+// Defaults of Options.
+const (
+	// DefaultReserveAfter is the wait after which the phalanx policy
+	// reserves nodes for a gang.
+	DefaultReserveAfter = 3600
+	// DefaultGracePeriod is how long an evicted member terminates, as
+	// Kubernetes' default terminationGracePeriodSeconds.
+	DefaultGracePeriod = 30
+	// DefaultHoldFailed is how long the phalanx policy holds a failed
+	// member's resources for its replacement.
+	DefaultHoldFailed = 300
+)
+
+// orDefault resolves the "0: default, < 0: none" convention of Options.
+func orDefault(v, def int64) int64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func (o Options) gracePeriod() int64 { return orDefault(o.GracePeriod, DefaultGracePeriod) }
 
 // Run simulates the workload under the named policy. The Result depends on
 // nothing but its arguments: the same input gives the same Result. Run does
 // not modify w and may be called concurrently on the same workload.
 func Run(w *workload.Workload, policy string, opt Options) (*Result, error) {
-	var sched cycler
-	switch policy {
-	case PolicyPhalanx, PolicyFIFOGang:
-		ordering := core.FairShare
-		if policy == PolicyFIFOGang {
-			ordering = core.StrictFIFO
-		}
-		cfg := core.Config{GPU: workload.GPU, Ordering: ordering, Topology: w.Topology}
-		if policy == PolicyPhalanx {
-			cfg.ReserveAfter = opt.ReserveAfter
-			if cfg.ReserveAfter == 0 {
-				cfg.ReserveAfter = DefaultReserveAfter
-			}
-			cfg.ReserveAfter = max(cfg.ReserveAfter, 0)
-		}
-		s, err := core.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("sim: %w", err)
-		}
-		sched = s
-	case PolicyPodByPod:
-	default:
-		return nil, fmt.Errorf("sim: unknown policy %q (want one of %v)", policy, Policies)
+	if policy == PolicyPodByPod {
+		return run(w, policy, nil, gangOptions{}, opt)
 	}
-	return run(w, policy, sched, opt)
+	cfg, gopt, err := gangPolicyConfig(w, policy, opt)
+	if err != nil {
+		return nil, err
+	}
+	s, err := core.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	return run(w, policy, s, gopt, opt)
 }
 
-// run simulates w with the gang scheduler sched, or pod by pod when sched is
-// nil.
-func run(w *workload.Workload, name string, sched cycler, opt Options) (*Result, error) {
-	s, err := newState(w, opt.Record)
+// gangPolicyConfig returns the core configuration of a gang policy and how
+// the simulator drives it.
+func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Config, gangOptions, error) {
+	cfg := core.Config{GPU: workload.GPU, Ordering: core.FairShare, Topology: w.Topology}
+	var gopt gangOptions
+	switch policy {
+	case PolicyPhalanx:
+		cfg.ReserveAfter = orDefault(opt.ReserveAfter, DefaultReserveAfter)
+		cfg.Preemption = !opt.NoPreemption
+		gopt.holdFailed = orDefault(opt.HoldFailed, DefaultHoldFailed)
+	case PolicyFIFOGang:
+		cfg.Ordering = core.StrictFIFO
+	case PolicyVolcano:
+		// Volcano's default actions are enqueue, allocate and backfill; its
+		// default plugins give each queue its proportion of the cluster by
+		// weight, order jobs by priority and start a job only when
+		// minAvailable of its pods fit (gang). Its backfill action places
+		// only pods that request nothing, which no job of ours is, so it
+		// adds nothing here; nothing is reserved and nothing is preempted
+		// (preempt and reclaim are not default actions). Differences from
+		// the real thing: placement is the core's best fit rather than
+		// Volcano's node-order scoring (binpack or least-requested), its
+		// enqueue gate (a job enters only when the queue's share has room)
+		// is not modelled, and required topology is ignored, as a scheduler
+		// that does not know the requirement would.
+		cfg.Topology = nil
+		gopt.ignoreTopology = true
+	default:
+		return cfg, gopt, fmt.Errorf("sim: unknown policy %q (want one of %v)", policy, Policies)
+	}
+	gopt.reserve = cfg.ReserveAfter > 0
+	gopt.preempt = cfg.Preemption
+	return cfg, gopt, nil
+}
+
+// run simulates w with the gang scheduler sched, driven as gopt says, or pod
+// by pod when sched is nil.
+func run(w *workload.Workload, name string, sched cycler, gopt gangOptions, opt Options) (*Result, error) {
+	s, err := newState(w, opt)
 	if err != nil {
 		return nil, err
 	}
 	var p policy
 	if sched != nil {
-		gp := newGangPolicy(s, sched)
-		if cs, ok := sched.(*core.Scheduler); ok {
-			gp.reserve = cs.Reserves()
-		}
-		p = gp
+		p = newGangPolicy(s, sched, gopt)
 	} else {
 		p = newPodByPod(s)
 	}

@@ -3,22 +3,31 @@ package sim
 // This file holds the simulated cluster: nodes, queues, jobs and their
 // members, and the GPU counters the metrics read. It is the single writer of
 // the core.Snapshot the gang policies hand to the core: node Used and queue
-// Allocated vectors are updated in place as members bind and jobs complete,
-// so a cycle never needs the world rebuilt.
+// Allocated vectors are updated in place as members bind and leave, so a
+// cycle never needs the world rebuilt.
 //
 // Bookkeeping rules:
 //   - a member request never carries pods; binding a member adds its request
 //     plus one pod to its node's Used and its queue's Allocated, freeing
 //     subtracts the same;
 //   - a job starts the moment its placed members reach MinMember; it
-//     completes Duration seconds later and frees every member it holds,
-//     including elastic members placed after the start;
-//   - gen counts the events that give capacity back (completions, nodes
-//     joining); a placement that failed at generation g fails again until gen
-//     moves, which the pod-by-pod policy uses to skip hopeless retries.
+//     completes Duration seconds of running later and frees every member it
+//     holds, including elastic members placed after the start;
+//   - an evicted member terminates for the grace period: it keeps its node
+//     (Used, Allocated) but leaves the GPU counters at once, then frees the
+//     node and waits for a node again unless its job is done. A started job
+//     left below MinMember by evictions restarts: its other members
+//     terminate too, and its run so far is lost;
+//   - a failed member frees its node at once; its replacement waits for a
+//     node from RestartAfter later. A job left below MinMember pauses (its
+//     members still held count as held, not running, like an incomplete
+//     gang's) until the replacement binds, and finishes that much later;
+//   - gen counts the events that give capacity back (members leaving nodes,
+//     nodes joining); a placement that failed at generation g fails again
+//     until gen moves, which the pod-by-pod policy uses to skip hopeless
+//     retries.
 
 import (
-	"container/heap"
 	"fmt"
 
 	"github.com/phalanx-sched/phalanx/core"
@@ -29,13 +38,39 @@ import (
 // kubelet's default --max-pods.
 const defaultMaxPods = 110
 
+// memberState is where a member is in its life.
+type memberState uint8
+
+const (
+	// memberPending: waiting for a node (or its job has not arrived yet).
+	memberPending memberState = iota
+	// memberPlaced: bound to node.
+	memberPlaced
+	// memberTerminating: evicted; it still uses node until its grace period
+	// ends (until), then goes back to pending unless its job is done.
+	memberTerminating
+	// memberFailed: its pod died; its replacement is not created yet.
+	memberFailed
+	// memberDone: freed when its job completed; node says where it ran.
+	memberDone
+)
+
 // member is one pod of a job.
 type member struct {
-	name string
-	req  core.Vector // Pods is always 0
-	gpus int64
-	cons *core.Constraints
-	node int32 // index in state.snap.Nodes, -1 while not placed
+	name  string
+	req   core.Vector // Pods is always 0
+	gpus  int64
+	cons  *core.Constraints
+	node  int32 // index in state.snap.Nodes, -1 while not placed
+	state memberState
+	// start is when the member began running (the later of its bind and its
+	// job's start); -1 while its job has not started.
+	start int64
+	// until is when a terminating member's grace period ends.
+	until int64
+	// createdAt is when a replacement member was created, -1 for members
+	// that are not replacements waiting for a node.
+	createdAt int64
 }
 
 // job is the simulator's view of one workload job.
@@ -44,17 +79,44 @@ type job struct {
 	spec    *workload.Job
 	queue   int
 	members []member
-	placed  int
+	// placed counts members bound to a node (not terminating); onNodes also
+	// counts terminating ones.
+	placed, onNodes int
 	// held is the GPUs its placed members hold.
 	held int64
-	// start and finish are -1 until they happen; finish is set at start.
+	// start and finish are -1 until the job starts; finish is set at start
+	// and moves while the job is paused. A job restarted by preemption is
+	// back at -1.
 	start, finish int64
 	done          bool
 	// placedAtStart is how many members held a node when the job started.
 	placedAtStart int
-	// received is the GPU-seconds the job holds while running.
+	// received is the GPU-seconds the job holds while running, counted
+	// ahead to finish and corrected whenever that changes.
 	received int64
+	// estimate is the run time the scheduler expects (Gang.Estimate); estEnd
+	// the end it expects while the job runs.
+	estimate, estEnd int64
+	// epoch moves whenever finish changes or the job stops, so that a
+	// completion timer of an earlier epoch is ignored.
+	epoch uint32
+	// runs counts the job's starts; a failure timer belongs to one run.
+	runs uint32
+	// paused: a member failed and the job is below MinMember until its
+	// replacement binds; remaining is its run time left, pausedAt when it
+	// paused.
+	paused              bool
+	remaining, pausedAt int64
+	// failed[i] says Failures[i] has happened (or was skipped).
+	failed []bool
+	// resident is the job's index in state.resident, -1 when no member of
+	// it is on a node.
+	resident int32
 }
+
+// running reports whether the job is making progress: started, not paused,
+// not done.
+func (j *job) running() bool { return j.start >= 0 && !j.paused && !j.done }
 
 // state is the cluster and the jobs of one run.
 type state struct {
@@ -68,20 +130,31 @@ type state struct {
 	// noConstraints is shared by every unconstrained task of the run, so the
 	// core's per-pointer memo covers all of them at once.
 	noConstraints *core.Constraints
+	// resident lists the jobs with a member on a node, in no particular
+	// (but deterministic) order.
+	resident []int32
+	// grace is how long an evicted member terminates, in seconds.
+	grace int64
 
 	gen              uint64
 	running, held    int64
 	clusterGPUs      int64
 	lastCompletion   int64
 	completed        int
-	completions      completionHeap
+	timers           timerHeap
 	record           bool
 	events           []PodEvent
 	samples          []Sample
 	firstSubmit, now int64
+
+	// What preemption and failures cost, for the metrics.
+	preemptedGangs, evictedMembers int
+	lostGPUSeconds                 int64
+	failures                       int
+	replacementWaits               []int64
 }
 
-func newState(w *workload.Workload, record bool) (*state, error) {
+func newState(w *workload.Workload, opt Options) (*state, error) {
 	names, err := core.NewResourceNames(w.Resources...)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
@@ -94,7 +167,8 @@ func newState(w *workload.Workload, record bool) (*state, error) {
 		queueIx:        make(map[string]int, len(w.Queues)),
 		jobs:           make([]job, len(w.Jobs)),
 		noConstraints:  &core.Constraints{},
-		record:         record,
+		record:         opt.Record,
+		grace:          opt.gracePeriod(),
 		lastCompletion: -1,
 	}
 	s.snap.Resources = names
@@ -118,7 +192,7 @@ func newState(w *workload.Workload, record bool) (*state, error) {
 		}
 		s.queueIx[q.Name] = len(s.snap.Queues)
 		s.snap.Queues = append(s.snap.Queues, core.Queue{
-			Name: q.Name, Weight: q.Weight, Capability: capability, Guarantee: guarantee,
+			Name: q.Name, Weight: q.Weight, Capability: capability, Guarantee: guarantee, NoReclaim: q.NoReclaim,
 		})
 	}
 	seen := make(map[string]bool, len(w.Jobs))
@@ -132,7 +206,16 @@ func newState(w *workload.Workload, record bool) (*state, error) {
 		if !ok {
 			return nil, fmt.Errorf("sim: job %q: unknown queue %q", spec.ID, spec.Queue)
 		}
-		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1}
+		for _, f := range spec.Failures {
+			if f.Member < 0 || f.Member >= spec.Members() || f.At < 0 || f.RestartAfter < 0 {
+				return nil, fmt.Errorf("sim: job %q: failure of member %d at %d s (restart after %d s) is out of range", spec.ID, f.Member, f.At, f.RestartAfter)
+			}
+		}
+		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1,
+			estimate: opt.EstimateError.estimate(spec.ID, spec.Duration)}
+		if len(spec.Failures) > 0 {
+			s.jobs[i].failed = make([]bool, len(spec.Failures))
+		}
 		if i == 0 || spec.Submit < s.firstSubmit {
 			s.firstSubmit = spec.Submit
 		}
@@ -195,9 +278,12 @@ func (s *state) joinPool(p *workload.NodePool) error {
 }
 
 // materialise builds the members of a job when it arrives. Members of one
-// task share one *core.Constraints.
+// task share one *core.Constraints; a job that names a GPU model adds a
+// nodeSelector on workload.GPUModelLabel, through one pointer shared by all
+// of its tasks that have no constraints of their own.
 func (s *state) materialise(j *job) {
 	j.members = make([]member, 0, j.spec.Members())
+	var modelOnly *core.Constraints // the job's GPU model and nothing else
 	for t := range j.spec.Tasks {
 		task := &j.spec.Tasks[t]
 		req, _ := s.vector(task.Requests) // checked in newState
@@ -207,39 +293,99 @@ func (s *state) materialise(j *job) {
 			gpus = req[s.gpu]
 		}
 		cons := s.noConstraints
-		if len(task.NodeSelector) > 0 || len(task.Affinity) > 0 || len(task.Tolerations) > 0 {
+		own := len(task.NodeSelector) > 0 || len(task.Affinity) > 0 || len(task.Tolerations) > 0
+		switch {
+		case own:
 			cons = &core.Constraints{
-				NodeSelector: task.NodeSelector, Affinity: task.Affinity, Tolerations: task.Tolerations,
+				NodeSelector: withGPUModel(task.NodeSelector, j.spec.GPUModel), Affinity: task.Affinity, Tolerations: task.Tolerations,
 			}
+		case j.spec.GPUModel != "":
+			if modelOnly == nil {
+				modelOnly = &core.Constraints{NodeSelector: withGPUModel(nil, j.spec.GPUModel)}
+			}
+			cons = modelOnly
 		}
 		for r := 0; r < task.Replicas; r++ {
 			j.members = append(j.members, member{
 				name: fmt.Sprintf("%s-%s-%d", j.spec.ID, task.Role, r),
-				req:  req, gpus: gpus, cons: cons, node: -1,
+				req:  req, gpus: gpus, cons: cons, node: -1, start: -1, createdAt: -1,
 			})
 		}
 	}
+}
+
+// withGPUModel returns selector plus workload.GPUModelLabel=model, or
+// selector itself when model is empty. It never writes selector.
+func withGPUModel(selector map[string]string, model string) map[string]string {
+	if model == "" {
+		return selector
+	}
+	out := make(map[string]string, len(selector)+1)
+	for k, v := range selector {
+		out[k] = v
+	}
+	out[workload.GPUModelLabel] = model
+	return out
+}
+
+// take adds member m's request plus one pod to node n and to its queue.
+func (s *state) take(j *job, m *member, n int32) {
+	node := &s.snap.Nodes[n]
+	node.Used = node.Used.Add(m.req)
+	node.Used[core.Pods]++
+	q := &s.snap.Queues[j.queue]
+	q.Allocated = q.Allocated.Add(m.req)
+	q.Allocated[core.Pods]++
+	if j.onNodes == 0 {
+		j.resident = int32(len(s.resident))
+		s.resident = append(s.resident, int32(j.idx))
+	}
+	j.onNodes++
+}
+
+// give takes back what take added for member m, from its node.
+func (s *state) give(j *job, m *member) {
+	node := &s.snap.Nodes[m.node]
+	node.Used = node.Used.Sub(m.req)
+	node.Used[core.Pods]--
+	q := &s.snap.Queues[j.queue]
+	q.Allocated = q.Allocated.Sub(m.req)
+	q.Allocated[core.Pods]--
+	j.onNodes--
+	if j.onNodes == 0 {
+		last := s.resident[len(s.resident)-1]
+		s.resident[j.resident] = last
+		s.jobs[last].resident = j.resident
+		s.resident = s.resident[:len(s.resident)-1]
+		j.resident = -1
+	}
+	s.gen++
 }
 
 // bind places member m of job j on node n at the current time and starts the
 // job when it reaches MinMember. It reports whether the job started.
 func (s *state) bind(j *job, m int, n int32) bool {
 	mem := &j.members[m]
-	mem.node = n
-	node := &s.snap.Nodes[n]
-	node.Used = node.Used.Add(mem.req)
-	node.Used[core.Pods]++
-	q := &s.snap.Queues[j.queue]
-	q.Allocated = q.Allocated.Add(mem.req)
-	q.Allocated[core.Pods]++
+	mem.node, mem.state = n, memberPlaced
+	s.take(j, mem, n)
 	j.placed++
 	j.held += mem.gpus
 	s.held += mem.gpus
-	s.event(j, mem, "bound")
+	if mem.createdAt >= 0 {
+		s.replacementWaits = append(s.replacementWaits, s.now-mem.createdAt)
+		mem.createdAt = -1
+	}
+	s.event(j, mem, "bound", "")
 	if j.start >= 0 {
-		s.running += mem.gpus
-		j.received += mem.gpus * (j.finish - s.now)
-		s.event(j, mem, "running")
+		mem.start = s.now
+		switch {
+		case !j.paused:
+			s.running += mem.gpus
+			j.received += mem.gpus * (j.finish - s.now)
+		case j.placed >= j.spec.MinMember:
+			s.resume(j)
+		}
+		s.event(j, mem, "running", "")
 		return false
 	}
 	if j.placed >= j.spec.MinMember && j.spec.MinMember >= 1 {
@@ -252,43 +398,158 @@ func (s *state) bind(j *job, m int, n int32) bool {
 func (s *state) startJob(j *job) {
 	j.start = s.now
 	j.finish = s.now + j.spec.Duration
+	j.estEnd = s.now + j.estimate
 	j.placedAtStart = j.placed
-	j.received = j.held * j.spec.Duration
+	j.received += j.held * j.spec.Duration
 	s.running += j.held
-	heap.Push(&s.completions, completion{at: j.finish, job: int32(j.idx)})
-	if s.record {
-		for m := range j.members {
-			if j.members[m].node >= 0 {
-				s.event(j, &j.members[m], "running")
-			}
+	j.epoch++
+	j.runs++
+	s.push(timer{at: j.finish, kind: timerComplete, job: int32(j.idx), epoch: j.epoch})
+	for i, f := range j.spec.Failures {
+		if !j.failed[i] {
+			s.push(timer{at: s.now + f.At, kind: timerFailure, job: int32(j.idx), arg: int32(i), epoch: j.runs})
+		}
+	}
+	for m := range j.members {
+		if mem := &j.members[m]; mem.state == memberPlaced {
+			mem.start = s.now
+			s.event(j, mem, "running", "")
 		}
 	}
 }
 
-// complete frees every member of j at the current time.
+// complete frees every placed member of j at the current time. Terminating
+// members stay until their grace period ends.
 func (s *state) complete(j *job) {
-	q := &s.snap.Queues[j.queue]
 	for m := range j.members {
 		mem := &j.members[m]
-		if mem.node < 0 {
+		if mem.state != memberPlaced {
 			continue
 		}
-		node := &s.snap.Nodes[mem.node]
-		node.Used = node.Used.Sub(mem.req)
-		node.Used[core.Pods]--
-		q.Allocated = q.Allocated.Sub(mem.req)
-		q.Allocated[core.Pods]--
-		s.event(j, mem, "completed")
+		s.give(j, mem)
+		mem.state = memberDone
+		s.event(j, mem, "completed", "")
 	}
 	s.running -= j.held
 	s.held -= j.held
 	j.done = true
 	s.completed++
 	s.lastCompletion = s.now
-	s.gen++
 }
 
-func (s *state) event(j *job, m *member, kind string) {
+// stop takes placed member mem of j out of the counters, as it stops
+// running: it is evicted or fails.
+func (s *state) stop(j *job, mem *member) {
+	if j.running() {
+		s.running -= mem.gpus
+		j.received -= mem.gpus * (j.finish - s.now)
+	}
+	j.placed--
+	j.held -= mem.gpus
+	s.held -= mem.gpus
+}
+
+// evict starts the termination of placed member m of j; why is the event's
+// reason. The member keeps its node until the grace period ends.
+func (s *state) evict(j *job, m int, why string) {
+	mem := &j.members[m]
+	if mem.start >= 0 {
+		s.lostGPUSeconds += mem.gpus * (s.now - mem.start)
+	}
+	s.stop(j, mem)
+	mem.state, mem.until = memberTerminating, s.now+s.grace
+	s.push(timer{at: mem.until, kind: timerTerminated, job: int32(j.idx), arg: int32(m)})
+	s.event(j, mem, "evicted", why)
+}
+
+// restart stops a started job that lost members below MinMember: its other
+// placed members terminate too, and it waits to start from scratch, its run
+// so far lost.
+func (s *state) restart(j *job) {
+	for m := range j.members {
+		if j.members[m].state == memberPlaced {
+			s.evict(j, m, "its job restarts")
+		}
+	}
+	if j.paused {
+		j.paused = false
+	}
+	j.start, j.finish = -1, -1
+	j.epoch++
+}
+
+// terminated ends the grace period of member m of j and frees its node. It
+// reports whether the member waits for a node again (its job is not done).
+func (s *state) terminated(j *job, m int) bool {
+	mem := &j.members[m]
+	s.give(j, mem)
+	s.event(j, mem, "deleted", "")
+	mem.node, mem.start = -1, -1
+	if j.done {
+		mem.state = memberDone
+		return false
+	}
+	mem.state = memberPending
+	return true
+}
+
+// fail makes failure i of j happen now, if its member is placed: the member
+// is freed at once and its replacement is due RestartAfter later. A job left
+// below MinMember pauses until the replacement binds. It returns the node
+// the member was on and what it freed there (request plus pod), ok false
+// when the member was not placed.
+func (s *state) fail(j *job, i int) (node int32, freed core.Vector, ok bool) {
+	j.failed[i] = true
+	f := j.spec.Failures[i]
+	mem := &j.members[f.Member]
+	if mem.state != memberPlaced {
+		return -1, freed, false
+	}
+	s.failures++
+	node = mem.node
+	freed = mem.req
+	freed[core.Pods] = 1
+	s.stop(j, mem)
+	s.event(j, mem, "failed", "")
+	s.give(j, mem)
+	mem.state, mem.node, mem.start = memberFailed, -1, -1
+	if j.running() && j.placed < j.spec.MinMember {
+		j.paused, j.pausedAt = true, s.now
+		j.remaining = j.finish - s.now
+		s.running -= j.held
+		j.received -= j.held * j.remaining
+		j.epoch++
+	}
+	s.push(timer{at: s.now + f.RestartAfter, kind: timerReplacement, job: int32(j.idx), arg: int32(f.Member)})
+	return node, freed, true
+}
+
+// resume restarts the clock of a paused job whose members are back to
+// MinMember: it finishes as much later as it was paused.
+func (s *state) resume(j *job) {
+	j.paused = false
+	j.finish = s.now + j.remaining
+	j.estEnd += s.now - j.pausedAt
+	j.received += j.held * j.remaining
+	s.running += j.held
+	j.epoch++
+	s.push(timer{at: j.finish, kind: timerComplete, job: int32(j.idx), epoch: j.epoch})
+}
+
+// replace creates the replacement of failed member m of j. It reports
+// whether the replacement waits for a node (the job is not done and the
+// member was not replaced otherwise).
+func (s *state) replace(j *job, m int) bool {
+	mem := &j.members[m]
+	if j.done || mem.state != memberFailed {
+		return false
+	}
+	mem.state, mem.createdAt = memberPending, s.now
+	s.event(j, mem, "replaced", "")
+	return true
+}
+
+func (s *state) event(j *job, m *member, kind, reason string) {
 	if !s.record {
 		return
 	}
@@ -296,7 +557,7 @@ func (s *state) event(j *job, m *member, kind string) {
 	if m.node >= 0 {
 		node = s.snap.Nodes[m.node].Name
 	}
-	s.events = append(s.events, PodEvent{Time: s.now, Job: j.spec.ID, Pod: m.name, Kind: kind, Node: node})
+	s.events = append(s.events, PodEvent{Time: s.now, Job: j.spec.ID, Pod: m.name, Kind: kind, Node: node, Reason: reason})
 }
 
 // sample appends the GPU counters at the current time if they changed; a
@@ -314,46 +575,66 @@ func (s *state) sample() {
 	s.samples = append(s.samples, smp)
 }
 
-// completion is a job finishing at a time.
-type completion struct {
-	at  int64
-	job int32
-}
-
-// completionHeap orders completions by time, then by job input order.
-type completionHeap []completion
-
-func (h completionHeap) Len() int { return len(h) }
-func (h completionHeap) Less(a, b int) bool {
-	if h[a].at != h[b].at {
-		return h[a].at < h[b].at
-	}
-	return h[a].job < h[b].job
-}
-func (h completionHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *completionHeap) Push(x any)   { *h = append(*h, x.(completion)) }
-func (h *completionHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// releases appends to dst what every member of a running job gives back to
-// its node when the job is expected to end: its end is known exactly in the
-// simulator (Submit/Duration of the trace serve as estimates).
+// releases appends to dst what every member on a node gives back when the
+// scheduler expects it to: a member of a running job at the job's expected
+// end (start + estimate, moved by pauses; a job past its estimate is
+// expected to end any moment, now + 1), a terminating member when its grace
+// period ends. Members of paused jobs are left out: their end is unknown.
 func (s *state) releases(dst []core.Release) []core.Release {
-	for _, c := range s.completions {
-		j := &s.jobs[c.job]
+	for _, ji := range s.resident {
+		j := &s.jobs[ji]
+		end := int64(0)
+		if j.running() {
+			end = max(j.estEnd, s.now+1)
+		}
 		for m := range j.members {
 			mem := &j.members[m]
-			if mem.node < 0 {
+			at := end
+			switch mem.state {
+			case memberPlaced:
+			case memberTerminating:
+				at = mem.until
+			default:
+				continue
+			}
+			if at == 0 {
 				continue
 			}
 			amount := mem.req
 			amount[core.Pods] = 1
-			dst = append(dst, core.Release{Node: int(mem.node), Amount: amount, At: j.finish})
+			dst = append(dst, core.Release{Node: int(mem.node), Amount: amount, At: at})
 		}
 	}
 	return dst
+}
+
+// runningGangs fills Snapshot.Running: one entry per job with a member on a
+// node, its members placed or terminating. placed is scratch space for the
+// members, reused across cycles; both slices are returned for reuse.
+func (s *state) runningGangs(dst []core.Running, placed []core.Placed) ([]core.Running, []core.Placed) {
+	dst, placed = dst[:0], placed[:0]
+	for _, ji := range s.resident {
+		j := &s.jobs[ji]
+		for m := range j.members {
+			mem := &j.members[m]
+			if mem.state != memberPlaced && mem.state != memberTerminating {
+				continue
+			}
+			start := mem.start
+			if start < 0 {
+				start = s.now
+			}
+			placed = append(placed, core.Placed{Name: mem.name, Node: int(mem.node), Request: mem.req, Start: start,
+				Terminating: mem.state == memberTerminating})
+		}
+	}
+	k := 0
+	for _, ji := range s.resident {
+		j := &s.jobs[ji]
+		n := j.onNodes
+		dst = append(dst, core.Running{Gang: j.spec.ID, Queue: j.spec.Queue, Priority: j.spec.Priority,
+			MinMember: j.spec.MinMember, Members: placed[k : k+n : k+n]})
+		k += n
+	}
+	return dst, placed
 }

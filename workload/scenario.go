@@ -11,6 +11,7 @@ package workload
 //	  at: 0s                        # optional: when the pool joins
 //	  resources: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 1}  # pods: 110 unless given
 //	  labels: {gpu: 1060g1}
+//	  gpuModel: A100                # optional: label nvidia.com/gpu.product=A100
 //	  taints: [{key: dedicated, value: ml, effect: NoSchedule}]
 //	  rackSize: 2                   # optional: racks of 2 nodes, labelled
 //	  rackLabel: phalanx.dev/rack   #   <rackLabel>=<pool>-rack-<k> (the default label)
@@ -19,6 +20,7 @@ package workload
 //	  weight: 2                     # optional, default 1
 //	  capability: {nvidia.com/gpu: 8}
 //	  guarantee: {nvidia.com/gpu: 2}
+//	  reclaimable: false            # optional, default true: other queues never reclaim from it
 //	jobs:
 //	- name: job1
 //	  queue: default                # optional, default "default"
@@ -27,6 +29,10 @@ package workload
 //	  duration: 10m
 //	  minMember: 4                  # optional, default: all members
 //	  requiredTopology: phalanx.dev/rack  # optional: start within one rack or wait
+//	  gpuModel: A100                # optional: every member needs nvidia.com/gpu.product=A100
+//	  failures:                     # optional: members that fail while the job runs
+//	  - {at: 10m, member: 1, restartAfter: 60s}  # 10m after the job starts, member 1 (from 0)
+//	                                # fails; its replacement is created 60s later
 //	  tasks:
 //	  - role: ps
 //	    replicas: 1                 # optional, default 1
@@ -189,7 +195,7 @@ func (p *scenarioReader) pools(n *yaml.Node) ([]NodePool, error) {
 	var pools []NodePool
 	var total map[string]int64 // of the whole cluster, to reject overflow
 	err := p.items(n, "node pool", func(n *yaml.Node) (string, error) {
-		m, err := p.mapping(n, "node pool", "name", "count", "at", "resources", "labels", "taints", "rackSize", "rackLabel")
+		m, err := p.mapping(n, "node pool", "name", "count", "at", "resources", "labels", "taints", "rackSize", "rackLabel", "gpuModel")
 		if err != nil {
 			return "", err
 		}
@@ -228,6 +234,11 @@ func (p *scenarioReader) pools(n *yaml.Node) ([]NodePool, error) {
 		}
 		if v := m["taints"]; v != nil {
 			if pool.Taints, err = p.taints(v); err != nil {
+				return "", err
+			}
+		}
+		if v := m["gpuModel"]; v != nil {
+			if err := p.poolGPUModel(v, &pool); err != nil {
 				return "", err
 			}
 		}
@@ -298,7 +309,7 @@ func (p *scenarioReader) addTotal(total, amounts map[string]int64, n int64, at *
 func (p *scenarioReader) queues(n *yaml.Node) ([]Queue, error) {
 	var queues []Queue
 	err := p.items(n, "queue", func(n *yaml.Node) (string, error) {
-		m, err := p.mapping(n, "queue", "name", "weight", "capability", "guarantee")
+		m, err := p.mapping(n, "queue", "name", "weight", "capability", "guarantee", "reclaimable")
 		if err != nil {
 			return "", err
 		}
@@ -320,6 +331,13 @@ func (p *scenarioReader) queues(n *yaml.Node) ([]Queue, error) {
 			if q.Guarantee, err = p.resources(v, "guarantee", true); err != nil {
 				return "", err
 			}
+		}
+		if v := m["reclaimable"]; v != nil {
+			reclaimable, err := p.boolean(v, "reclaimable")
+			if err != nil {
+				return "", err
+			}
+			q.NoReclaim = !reclaimable
 		}
 		queues = append(queues, q)
 		return q.Name, nil
@@ -344,7 +362,7 @@ func (p *scenarioReader) jobs(n *yaml.Node, queues []Queue, declared bool) ([]Jo
 }
 
 func (p *scenarioReader) job(n *yaml.Node, queues []Queue, declared bool) (Job, error) {
-	m, err := p.mapping(n, "job", "name", "queue", "priority", "submit", "duration", "minMember", "tasks", "requiredTopology")
+	m, err := p.mapping(n, "job", "name", "queue", "priority", "submit", "duration", "minMember", "tasks", "requiredTopology", "gpuModel", "failures")
 	if err != nil {
 		return Job{}, err
 	}
@@ -408,6 +426,16 @@ func (p *scenarioReader) job(n *yaml.Node, queues []Queue, declared bool) (Job, 
 		}
 		if strings.TrimSpace(j.RequiredTopology) == "" {
 			return Job{}, p.errorf(v, "requiredTopology is empty: name a node label key such as %q", DefaultRackLabel)
+		}
+	}
+	if v := m["gpuModel"]; v != nil {
+		if err := p.jobGPUModel(v, &j); err != nil {
+			return Job{}, err
+		}
+	}
+	if v := m["failures"]; v != nil {
+		if j.Failures, err = p.failures(v, &j); err != nil {
+			return Job{}, err
 		}
 	}
 	return j, nil

@@ -21,6 +21,11 @@ const GPU = "nvidia.com/gpu"
 // is split into racks and names no label of its own.
 const DefaultRackLabel = "phalanx.dev/rack"
 
+// GPUModelLabel is the node label that names a node's GPU model, as NVIDIA's
+// GPU feature discovery sets it: a pool's gpuModel becomes this label, and a
+// job's gpuModel a nodeSelector on it.
+const GPUModelLabel = "nvidia.com/gpu.product"
+
 // Workload is one simulator input: a cluster and the jobs submitted to it.
 type Workload struct {
 	// Name identifies the input in reports: a file name or a built-in name.
@@ -77,6 +82,9 @@ type Queue struct {
 	Capability map[string]int64
 	// Guarantee is what the queue deserves whatever the weights say.
 	Guarantee map[string]int64
+	// NoReclaim keeps other queues from reclaiming what this queue's jobs
+	// hold (scenario field reclaimable: false).
+	NoReclaim bool
 }
 
 // Job is one gang: its tasks' replicas are its members.
@@ -95,8 +103,28 @@ type Job struct {
 	// level: the members the job needs to start must run within one domain
 	// of that level (e.g. one rack), or the job waits.
 	RequiredTopology string
+	// GPUModel, when not empty, restricts every member to nodes whose
+	// GPUModelLabel has this value.
+	GPUModel string
+	// Failures are members that fail while the job runs, in input order.
+	Failures []Failure
 	// Source is "file:line" of the job's definition, for messages.
 	Source string
+}
+
+// Failure is one member of a running job failing (its pod dies). The
+// simulator frees the member's resources at once and creates a replacement
+// member RestartAfter seconds later; the rest of the job keeps its members.
+type Failure struct {
+	// At is when the member fails, in seconds after the job starts running
+	// (each time it starts, until the failure has happened once).
+	At int64
+	// Member indexes the job's members: the replicas of its tasks in order,
+	// from 0.
+	Member int
+	// RestartAfter is how long after the failure the replacement member is
+	// created.
+	RestartAfter int64
 }
 
 // Task is a role of a job (e.g. ps, worker) with identical replicas.

@@ -316,3 +316,16 @@ func suggest(key string, known []string) string {
 	}
 	return "; known fields: " + strings.Join(known, ", ")
 }
+
+// boolean reads a YAML boolean (true or false).
+func (p *yamlReader) boolean(n *yaml.Node, what string) (bool, error) {
+	n, err := p.scalarNode(n, what)
+	if err != nil {
+		return false, err
+	}
+	var v bool
+	if n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
+		return false, p.errorf(n, "%s must be true or false, got %q", what, n.Value)
+	}
+	return v, nil
+}

@@ -44,12 +44,19 @@ func TestUsageErrors(t *testing.T) {
 		{"zero nodes", []string{"simulate", "--trace", "x.csv", "--nodes", "0", "--gpus-per-node", "8"}, "must be positive"},
 		{"negative racks", []string{"simulate", "--trace", "x.csv", "--nodes", "4", "--gpus-per-node", "8", "--nodes-per-rack", "-1"}, "--nodes-per-rack not negative"},
 		{"racks without trace", []string{"simulate", "--nodes-per-rack", "4"}, "--nodes-per-rack applies only to --trace"},
-		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang`},
+		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang, volcano`},
 		{"empty policy", []string{"simulate", "--policy", "phalanx,"}, "empty name"},
 		{"policy twice", []string{"simulate", "--policy", "phalanx,phalanx"}, "listed twice"},
 		{"bad output", []string{"simulate", "--output", "yaml"}, `unknown --output "yaml": want table or json`},
 		{"bad plot extension", []string{"simulate", "--plot", filepath.Join(dir, "gpus.pdf")}, "must end in .svg or .png"},
 		{"stray argument", []string{"simulate", "trace.csv"}, `unexpected argument "trace.csv"`},
+		{"negative grace period", []string{"simulate", "--grace-period", "-1s"}, "--grace-period must not be negative"},
+		{"fractional hold", []string{"simulate", "--hold-failed", "1500ms"}, "--hold-failed 1.5s: give whole seconds"},
+		{"bad estimate error", []string{"simulate", "--estimate-error", "half"}, `--estimate-error: estimate error "half": want exact, x<factor>`},
+		{"estimate factor out of range", []string{"simulate", "--estimate-error", "x0"}, "the factor must be a number from 0.001 to 1000"},
+		{"queue weights without trace", []string{"simulate", "--queue-weights", "gpu-hours"}, "--queue-weights applies only to --trace"},
+		{"bad queue weight", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", "a=0"}, `--queue-weights: weight of queue "a" is "0"`},
+		{"bad preemption", []string{"simulate", "--preemption=maybe"}, `invalid boolean value "maybe" for -preemption`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,8 +82,9 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	_, stdout, _ := runArgs(t, "help", "simulate")
-	for _, flag := range []string{"--trace", "--scenario", "--nodes", "--gpus-per-node", "--max-jobs", "--nodes-per-rack", "--policy", "--output", "--plot"} {
-		if !strings.Contains(stdout, flag+" ") {
+	for _, flag := range []string{"--trace ", "--scenario ", "--nodes ", "--gpus-per-node ", "--max-jobs ", "--nodes-per-rack ", "--policy ", "--output ", "--plot ",
+		"--queue-weights ", "--reserve-after ", "--estimate-error ", "--grace-period ", "--hold-failed ", "--preemption\n"} {
+		if !strings.Contains(stdout, "  "+flag) {
 			t.Errorf("help simulate does not document %s:\n%s", flag, stdout)
 		}
 	}
@@ -121,7 +129,7 @@ func TestInputErrors(t *testing.T) {
 // binds part of it, which then holds a GPU idle.
 func TestSeedTFJob(t *testing.T) {
 	w := builtin(t, "seed-tfjob")
-	c, err := compare(input{w, true}, sim.Policies, 0, io.Discard)
+	c, err := compare(input{w, true}, sim.Policies, sim.Options{}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +193,7 @@ func TestSeedTFJob(t *testing.T) {
 // until the new GPUs join, then runs them all.
 func TestSeedACK(t *testing.T) {
 	w := builtin(t, "seed-ack")
-	c, err := compare(input{w, true}, []string{sim.PolicyPhalanx}, 0, io.Discard)
+	c, err := compare(input{w, true}, []string{sim.PolicyPhalanx}, sim.Options{}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,4 +385,55 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// The preemption flags reach the runs: a scenario where a high-priority gang
+// preempts, with preemption on (the default), off, and a longer grace
+// period.
+func TestPreemptionFlags(t *testing.T) {
+	dir := t.TempDir()
+	scenario := writeFile(t, dir, "preempt.yaml", `nodePools: [{name: n, resources: {cpu: "8", nvidia.com/gpu: 4}}]
+jobs:
+- {name: low, duration: 1h, tasks: [{role: w, requests: {nvidia.com/gpu: 4}}]}
+- {name: high, priority: 9, submit: 10m, duration: 10m, tasks: [{role: w, requests: {nvidia.com/gpu: 4}}]}
+`)
+	// Waits: high waits for the grace period, then low, restarted, for
+	// high's 10m; without preemption high waits for low's hour.
+	tests := []struct {
+		args            []string
+		preempted, wait float64 // wait: the mean of high's and low's
+	}{
+		{nil, 1, (30 + 630 + 600) / 2},
+		{[]string{"--preemption=false"}, 0, 3000 / 2},
+		{[]string{"--grace-period", "2m"}, 1, (120 + 720 + 600) / 2},
+		{[]string{"--grace-period", "0"}, 1, (0 + 600 + 600) / 2},
+	}
+	for _, tc := range tests {
+		args := append([]string{"simulate", "--scenario", scenario, "--policy", "phalanx", "--output", "json"}, tc.args...)
+		code, stdout, stderr := runArgs(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		r := decodeOne(t, stdout).Results[0]
+		if r["preempted_gangs"] != tc.preempted || r["mean_wait_s"] != tc.wait {
+			t.Errorf("%v: preempted %v, mean wait %v; want %v and %v", tc.args, r["preempted_gangs"], r["mean_wait_s"], tc.preempted, tc.wait)
+		}
+	}
+}
+
+// --queue-weights weighs a trace's queues; a name the trace lacks is an
+// error about the input.
+func TestQueueWeightsFlag(t *testing.T) {
+	dir := t.TempDir()
+	trace := writeFile(t, dir, "q.csv", "job_id,submit_time_s,duration_s,num_gpus,vc\na,0,100,8,alpha\nb,0,100,8,beta\n")
+	for _, w := range []string{"equal", "gpu-hours", "alpha=3,beta=1"} {
+		code, _, stderr := runArgs(t, "simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", w, "--policy", "phalanx")
+		if code != 0 {
+			t.Errorf("--queue-weights %s: exit %d: %s", w, code, stderr)
+		}
+	}
+	code, _, stderr := runArgs(t, "simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", "gamma=2")
+	if code != 1 || !strings.Contains(stderr, `no queue "gamma"`) {
+		t.Errorf("unknown queue: exit %d, stderr %q", code, stderr)
+	}
 }

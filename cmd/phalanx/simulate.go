@@ -26,10 +26,12 @@ import (
 type simulateConfig struct {
 	trace, scenario string
 	traceOpt        workload.TraceOptions
+	queueWeights    workload.QueueWeights // with a trace
 	policies        []string
 	output          string // "table" or "json"
 	plot            string // "" for no plot
-	reserveAfter    int64  // seconds; < 0: no reservations (sim.Options)
+	// opt is what every run gets (Record and Progress are set per run).
+	opt sim.Options
 }
 
 // simulateFlags binds the flags of `phalanx simulate` to raw values.
@@ -38,7 +40,14 @@ type simulateFlags struct {
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
 	reserveAfter                          time.Duration
+	preemption                            bool
+	gracePeriod, holdFailed               time.Duration
+	estimateError, queueWeights           string
 }
+
+// simulateFlagOrder is the order in which help lists the flags.
+var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
+	"policy", "reserve-after", "estimate-error", "preemption", "grace-period", "hold-failed", "output", "plot"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -49,8 +58,17 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "with --trace: `K` GPUs per node")
 	fs.IntVar(&f.maxJobs, "max-jobs", 0, "with --trace: read only the first `M` jobs (0: all)")
 	fs.IntVar(&f.nodesPerRack, "nodes-per-rack", 0, "with --trace: group nodes into racks of `R` (0: no racks); gangs prefer one rack")
+	fs.StringVar(&f.queueWeights, "queue-weights", "equal",
+		"with --trace: weigh the queues (vc column) `W`: equal, gpu-hours (by their share of the trace's GPU-hours, 1 to 100) or a list such as vcA=3,vcB=1 (others weigh 1)")
 	fs.DurationVar(&f.reserveAfter, "reserve-after", sim.DefaultReserveAfter*time.Second,
-		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs known to end before it starts")
+		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs expected to end before it starts")
+	fs.StringVar(&f.estimateError, "estimate-error", "exact",
+		"run-time estimates the scheduler gets, from the durations: `E` is exact, x0.5 (half: underestimates), x2, or noise=0.5 (duration x exp(N(0, 0.5)), seeded by job)")
+	fs.BoolVar(&f.preemption, "preemption", true, "phalanx preempts lower-priority gangs of a queue and reclaims from queues over their share")
+	fs.DurationVar(&f.gracePeriod, "grace-period", sim.DefaultGracePeriod*time.Second,
+		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
+	fs.DurationVar(&f.holdFailed, "hold-failed", sim.DefaultHoldFailed*time.Second,
+		"phalanx holds what a pod that failed in a running gang freed for its replacement for `D` (0: no hold)")
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
 	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
 	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use over time into `FILE` (.svg or .png)")
@@ -61,13 +79,17 @@ func simulateUsage(out io.Writer) {
 	fmt.Fprint(out, `Usage:
   phalanx simulate [--policy LIST] [--output table|json] [--plot FILE.svg]
   phalanx simulate --scenario FILE.yaml [flags]
-  phalanx simulate --trace FILE.csv --nodes N --gpus-per-node K [--max-jobs M] [--nodes-per-rack R] [flags]
+  phalanx simulate --trace FILE.csv --nodes N --gpus-per-node K [--max-jobs M] [--nodes-per-rack R] [--queue-weights W] [flags]
 
 Simulate runs jobs on a simulated cluster under each scheduling policy and
 compares the outcomes:
-  phalanx      gangs start whole or not at all, queues share by weight
+  phalanx      gangs start whole or not at all, queues share by weight,
+               priority within a queue; reservation with backfill for gangs
+               that waited long, preemption and reclaim, racks preferred
   pod-by-pod   each pod is placed on its own, as the default scheduler does
   fifo-gang    gangs start whole, strictly in submission order
+  volcano      like Volcano's defaults: gangs, queues share by weight,
+               priority; no reservation, no preemption, no topology
 
 With no input flag it runs the built-in scenarios, the gang-scheduling
 experiments users ran with TFJobs and with ACK, and shows the pods as
@@ -76,9 +98,13 @@ experiments users ran with TFJobs and with ACK, and shows the pods as
 Flags:
 `)
 	fs := newSimulateFlagSet(&simulateFlags{})
-	for _, n := range []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "reserve-after", "policy", "output", "plot"} {
+	for _, n := range simulateFlagOrder {
 		f := fs.Lookup(n)
 		name, use := flag.UnquoteUsage(f)
+		if name == "" { // a bool
+			fmt.Fprintf(out, "  --%s\n    \t%s (default %s; --%s=false turns it off)\n", f.Name, use, f.DefValue, f.Name)
+			continue
+		}
 		fmt.Fprintf(out, "  --%s %s\n    \t%s", f.Name, name, use)
 		if f.DefValue != "" && f.DefValue != "0" {
 			fmt.Fprintf(out, " (default %q)", f.DefValue)
@@ -113,14 +139,33 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
-	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot,
-		reserveAfter: int64(f.reserveAfter / time.Second)}
-	if f.reserveAfter < 0 {
-		return cfg, usagef("--reserve-after must not be negative")
+	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+		to    *int64
+	}{
+		{"reserve-after", f.reserveAfter, &cfg.opt.ReserveAfter},
+		{"grace-period", f.gracePeriod, &cfg.opt.GracePeriod},
+		{"hold-failed", f.holdFailed, &cfg.opt.HoldFailed},
+	} {
+		if d.value < 0 {
+			return cfg, usagef("--%s must not be negative", d.name)
+		}
+		if d.value%time.Second != 0 {
+			return cfg, usagef("--%s %s: give whole seconds", d.name, d.value)
+		}
+		*d.to = int64(d.value / time.Second)
+		if *d.to == 0 {
+			*d.to = -1 // sim.Options: 0 is the default, < 0 none
+		}
 	}
-	if cfg.reserveAfter == 0 {
-		cfg.reserveAfter = -1 // sim.Options: < 0 turns reservations off
+	cfg.opt.NoPreemption = !f.preemption
+	ee, err := sim.ParseEstimateError(f.estimateError)
+	if err != nil {
+		return cfg, usagef("--estimate-error: %s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
+	cfg.opt.EstimateError = ee
 	switch {
 	case set["trace"] && set["scenario"]:
 		return cfg, usagef("--trace and --scenario are exclusive: give one input")
@@ -134,8 +179,11 @@ func parseSimulate(args []string) (simulateConfig, error) {
 			return cfg, usagef("--nodes and --gpus-per-node must be positive and --max-jobs and --nodes-per-rack not negative")
 		}
 		cfg.traceOpt = workload.TraceOptions{Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, MaxJobs: f.maxJobs, NodesPerRack: f.nodesPerRack}
+		if cfg.queueWeights, err = workload.ParseQueueWeights(f.queueWeights); err != nil {
+			return cfg, usagef("--queue-weights: %s", strings.TrimPrefix(err.Error(), "workload: "))
+		}
 	default:
-		for _, name := range []string{"nodes", "gpus-per-node", "max-jobs", "nodes-per-rack"} {
+		for _, name := range []string{"nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights"} {
 			if set[name] {
 				return cfg, usagef("--%s applies only to --trace", name)
 			}
@@ -211,6 +259,9 @@ func readInputs(cfg simulateConfig) ([]input, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := cfg.queueWeights.Apply(w); err != nil {
+			return nil, err
+		}
 		return []input{{w, false}}, nil
 	case cfg.scenario != "":
 		w, err := workload.ReadScenarioFile(cfg.scenario)
@@ -235,7 +286,7 @@ func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
 	}
 	var cs []report.Comparison
 	for _, in := range inputs {
-		c, err := compare(in, cfg.policies, cfg.reserveAfter, stderr)
+		c, err := compare(in, cfg.policies, cfg.opt, stderr)
 		if err != nil {
 			return err
 		}
@@ -281,9 +332,10 @@ func writeTable(out io.Writer, c report.Comparison, recorded bool) error {
 	return report.WriteTable(out, c)
 }
 
-// compare runs every policy over one input concurrently and returns the
-// results in the order of policies, reporting progress on stderr.
-func compare(in input, policies []string, reserveAfter int64, stderr io.Writer) (report.Comparison, error) {
+// compare runs every policy over one input concurrently, each with opt
+// (Record and Progress set per run), and returns the results in the order of
+// policies, reporting progress on stderr.
+func compare(in input, policies []string, opt sim.Options, stderr io.Writer) (report.Comparison, error) {
 	c := report.Comparison{
 		Workload: in.w,
 		Results:  make([]*sim.Result, len(policies)),
@@ -297,7 +349,9 @@ func compare(in input, policies []string, reserveAfter int64, stderr io.Writer) 
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
-			res, err := sim.Run(in.w, policy, sim.Options{Record: in.record, Progress: prog.callback(i), ReserveAfter: reserveAfter})
+			o := opt
+			o.Record, o.Progress = in.record, prog.callback(i)
+			res, err := sim.Run(in.w, policy, o)
 			c.Wall[i] = time.Since(t0)
 			c.Results[i], errs[i] = res, err
 			prog.finish(i)

@@ -1,0 +1,112 @@
+package sim
+
+// Run-time estimates. The simulator knows how long each job runs (its
+// Duration); the scheduler only gets an estimate (Gang.Estimate, and the
+// expected ends of Snapshot.Releases). By default the estimate is exact;
+// EstimateError makes it wrong in a controlled, reproducible way.
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// EstimateError turns a job's duration into the scheduler's estimate of it.
+// The zero value is exact.
+type EstimateError struct {
+	// Factor, when not 0, multiplies every duration: 0.5 underestimates
+	// every job by half, 2 overestimates it twice.
+	Factor float64
+	// Noise, when > 0, multiplies every duration by exp(N(0, Noise)),
+	// drawn from a generator seeded with the job's ID alone, so that a job's
+	// estimate depends neither on the other jobs nor on their order.
+	Noise float64
+}
+
+// Bounds of the forms ParseEstimateError accepts.
+const (
+	minEstimateFactor = 1e-3
+	maxEstimateFactor = 1e3
+	maxEstimateNoise  = 5
+	// maxEstimate caps an estimate, in seconds (about 31,700 years).
+	maxEstimate = 1 << 40
+)
+
+// ParseEstimateError parses the --estimate-error forms:
+//
+//	exact       estimates are the durations (also the empty string)
+//	x0.5        every estimate is 0.5 times the duration (0.001 to 1000)
+//	noise=0.5   every estimate is the duration times exp(N(0, 0.5)), with
+//	            a standard deviation from 0 to 5
+//
+// Anything else is an error that says what is accepted.
+func ParseEstimateError(s string) (EstimateError, error) {
+	const forms = "want exact, x<factor> such as x0.5 or x2, or noise=<sigma> such as noise=0.5"
+	switch {
+	case s == "" || s == "exact":
+		return EstimateError{}, nil
+	case strings.HasPrefix(s, "x"):
+		f, err := parseFinite(s[1:])
+		if err != nil || f < minEstimateFactor || f > maxEstimateFactor {
+			return EstimateError{}, fmt.Errorf("sim: estimate error %q: the factor must be a number from %g to %g; %s", s, minEstimateFactor, maxEstimateFactor, forms)
+		}
+		if f == 1 {
+			return EstimateError{}, nil // x1 is exact
+		}
+		return EstimateError{Factor: f}, nil
+	case strings.HasPrefix(s, "noise="):
+		sigma, err := parseFinite(s[len("noise="):])
+		if err != nil || sigma < 0 || sigma > maxEstimateNoise {
+			return EstimateError{}, fmt.Errorf("sim: estimate error %q: the noise must be a number from 0 to %g; %s", s, float64(maxEstimateNoise), forms)
+		}
+		return EstimateError{Noise: sigma}, nil
+	}
+	return EstimateError{}, fmt.Errorf("sim: estimate error %q: %s", s, forms)
+}
+
+// parseFinite parses a plain decimal number: no sign other than a leading
+// minus, no hexadecimal, no infinities, no NaN, no underscores.
+func parseFinite(s string) (float64, error) {
+	if s == "" || strings.ContainsAny(s, "xXpP_iInN+") {
+		return 0, fmt.Errorf("not a decimal number")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("not a decimal number")
+	}
+	return f, nil
+}
+
+// String returns the form ParseEstimateError reads.
+func (e EstimateError) String() string {
+	switch {
+	case e.Noise > 0:
+		return "noise=" + strconv.FormatFloat(e.Noise, 'g', -1, 64)
+	case e.Factor != 0 && e.Factor != 1:
+		return "x" + strconv.FormatFloat(e.Factor, 'g', -1, 64)
+	}
+	return "exact"
+}
+
+// estimate returns the estimate of a job of the given ID and duration: at
+// least 1 s for a job that runs at all, at most maxEstimate.
+func (e EstimateError) estimate(id string, duration int64) int64 {
+	f := 1.0
+	if e.Factor != 0 {
+		f = e.Factor
+	}
+	if e.Noise > 0 {
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		rng := rand.New(rand.NewPCG(h.Sum64(), 0x9e3779b97f4a7c15))
+		f *= math.Exp(e.Noise * rng.NormFloat64())
+	}
+	if f == 1 || duration == 0 {
+		return duration
+	}
+	est := math.Round(float64(duration) * f)
+	return int64(min(max(est, 1), maxEstimate))
+}

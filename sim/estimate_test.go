@@ -1,0 +1,177 @@
+package sim
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/phalanx-sched/phalanx/core"
+)
+
+func TestParseEstimateError(t *testing.T) {
+	good := map[string]EstimateError{
+		"":          {},
+		"exact":     {},
+		"x0.5":      {Factor: 0.5},
+		"x2":        {Factor: 2},
+		"x1e-3":     {Factor: 0.001},
+		"x1000":     {Factor: 1000},
+		"x1":        {},
+		"noise=0.5": {Noise: 0.5},
+		"noise=0":   {Noise: 0},
+	}
+	for in, want := range good {
+		got, err := ParseEstimateError(in)
+		if err != nil || got != want {
+			t.Errorf("ParseEstimateError(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"x":          "the factor must be a number",
+		"x0":         "from 0.001 to 1000",
+		"x-1":        "from 0.001 to 1000",
+		"x1001":      "from 0.001 to 1000",
+		"xInf":       "the factor must be a number",
+		"xNaN":       "the factor must be a number",
+		"x0x10":      "the factor must be a number",
+		"x+2":        "the factor must be a number",
+		"x 2":        "the factor must be a number",
+		"noise=":     "the noise must be a number",
+		"noise=-0.1": "from 0 to 5",
+		"noise=6":    "from 0 to 5",
+		"noise=1_0":  "the noise must be a number",
+		"X2":         "want exact, x<factor>",
+		"half":       "want exact, x<factor>",
+		"noise":      "want exact, x<factor>",
+		"exact ":     "want exact, x<factor>",
+	}
+	for in, want := range bad {
+		_, err := ParseEstimateError(in)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "sim: ") {
+			t.Errorf("ParseEstimateError(%q) error %v, want one containing %q", in, err, want)
+		}
+	}
+}
+
+// FuzzParseEstimateError: the parser never panics, what it accepts prints
+// back to itself, and the estimates it makes are positive for jobs that
+// run. The seed corpus runs with every `go test`.
+func FuzzParseEstimateError(f *testing.F) {
+	for _, s := range []string{"", "exact", "x0.5", "x2", "x1e3", "x0.001", "noise=0.5", "noise=5", "x", "x-1", "noise=NaN", "x1e309", "noise=0x1p-2", "x.5", "x5."} {
+		f.Add(s, int64(3600))
+	}
+	f.Fuzz(func(t *testing.T, s string, duration int64) {
+		e, err := ParseEstimateError(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "sim: estimate error ") {
+				t.Errorf("error %q does not say what it is about", err)
+			}
+			return
+		}
+		again, err := ParseEstimateError(e.String())
+		if err != nil || again != e {
+			t.Errorf("%q parses to %+v, printed %q, which parses to %+v, %v", s, e, e.String(), again, err)
+		}
+		if duration < 0 || duration > 1<<40 {
+			return
+		}
+		est := e.estimate("job", duration)
+		if duration > 0 && (est < 1 || est > maxEstimate) || duration == 0 && est != 0 {
+			t.Errorf("%q: estimate of %d s is %d s", s, duration, est)
+		}
+	})
+}
+
+// Noisy estimates depend on the job's ID alone, spread around the duration.
+func TestNoisyEstimates(t *testing.T) {
+	e := EstimateError{Noise: 0.5}
+	if a, b := e.estimate("job-1", 1000), e.estimate("job-1", 1000); a != b {
+		t.Errorf("two estimates of job-1: %d and %d", a, b)
+	}
+	below, distinct := 0, map[int64]bool{}
+	var logSum float64
+	const n = 2000
+	for i := 0; i < n; i++ {
+		est := e.estimate("job-"+string(rune('a'+i%26))+strings.Repeat("x", i/26), 10000)
+		distinct[est] = true
+		if est < 10000 {
+			below++
+		}
+		logSum += math.Log(float64(est) / 10000)
+	}
+	if below < n/3 || below > 2*n/3 || len(distinct) < n/2 {
+		t.Errorf("%d of %d estimates below the duration, %d distinct; want about half, mostly distinct", below, n, len(distinct))
+	}
+	if mean := logSum / n; math.Abs(mean) > 0.1 {
+		t.Errorf("mean log ratio %.3f, want about 0", mean)
+	}
+	if got := (EstimateError{Factor: 0.5}).estimate("j", 3601); got != 1801 {
+		t.Errorf("x0.5 of 3601 s = %d, want 1801 (rounded)", got)
+	}
+}
+
+// Underestimated jobs still all complete, and the reservation still lets the
+// big job of testdata/golden/reservation.yaml start before the stream ends,
+// as do overestimates and noise.
+func TestReservationWithWrongEstimates(t *testing.T) {
+	w := readGolden(t, "reservation")
+	noReservation := spans(runWith(t, w, PolicyPhalanx, Options{ReserveAfter: -1}))["big"].Start
+	for _, spec := range []string{"x0.5", "x0.1", "x2", "noise=1"} {
+		ee, err := ParseEstimateError(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := runWith(t, w, PolicyPhalanx, Options{EstimateError: ee})
+		if m := r.Metrics; m.JobsCompleted != m.JobsTotal || m.StuckJobs != 0 {
+			t.Errorf("%s: %d of %d completed, %d stuck", spec, m.JobsCompleted, m.JobsTotal, m.StuckJobs)
+		}
+		if got := spans(r)["big"].Start; got >= noReservation {
+			t.Errorf("%s: big starts at %d s, not before %d s (without reservations)", spec, got, noReservation)
+		}
+	}
+}
+
+// releasesSeen records the releases of every cycle.
+type releasesSeen struct {
+	at       []int64
+	releases [][]core.Release
+}
+
+func (r *releasesSeen) RunCycle(snap *core.Snapshot, now int64) (core.Plan, core.Diagnostics) {
+	r.at = append(r.at, now)
+	r.releases = append(r.releases, append([]core.Release(nil), snap.Releases...))
+	if now == 0 {
+		return core.Plan{Binds: []core.Bind{{Gang: "long", Member: "long-w-0", Node: "n-0"}}}, core.Diagnostics{}
+	}
+	return core.Plan{}, core.Diagnostics{}
+}
+
+// The core is told when members are expected to end by the estimate, not by
+// the duration: start + estimate, or any moment (now + 1) once the job has
+// run past it.
+func TestReleasesFollowEstimates(t *testing.T) {
+	w := newWorkload().
+		pool("n", 1, gpus(1), cpu(4)).
+		job("long", at(0), runs(1000), task("w", 1, gpus(1))).
+		job("probe1", at(100), runs(10), task("w", 1, gpus(1))).
+		job("probe2", at(700), runs(10), task("w", 1, gpus(1))).
+		build()
+	seen := &releasesSeen{}
+	if _, err := run(w, "fake", seen, gangOptions{reserve: true}, Options{EstimateError: EstimateError{Factor: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int64{100: 500, 700: 701}
+	for i, at := range seen.at {
+		wantAt, ok := want[at]
+		if !ok {
+			continue
+		}
+		if len(seen.releases[i]) != 1 || seen.releases[i][0].At != wantAt {
+			t.Errorf("releases at %d s: %+v, want one at %d s", at, seen.releases[i], wantAt)
+		}
+		delete(want, at)
+	}
+	if len(want) > 0 {
+		t.Errorf("no cycle at %v", want)
+	}
+}
