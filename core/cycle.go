@@ -307,6 +307,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	c.closeHolds(true)
 	for _, p := range t.placed {
 		c.plan.Binds = append(c.plan.Binds, Bind{Gang: g.ID, Member: g.Pending[p.member].Name, Node: c.snap.Nodes[p.node].Name})
+		c.spend(p.node, p.req)
 	}
 	qs.allocated = qs.allocated.Add(want)
 	c.diag.Scheduled = append(c.diag.Scheduled, g.ID)
@@ -332,6 +333,7 @@ func (c *cycle) placeElastic() {
 				continue
 			}
 			c.x.take(n, r)
+			c.spend(n, r)
 			e.qs.allocated = e.qs.allocated.Add(r)
 			c.plan.Binds = append(c.plan.Binds, Bind{Gang: e.g.ID, Member: m.Name, Node: c.snap.Nodes[n].Name})
 		}

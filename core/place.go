@@ -138,7 +138,7 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 	}
 	x, nodes := c.x, c.snap.Nodes
 	fits := func(n int) bool {
-		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible && c.mayUse(n)
+		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible && c.mayUse(n, r, t)
 	}
 	if t != nil {
 		for _, n := range t.nodes {
@@ -235,7 +235,7 @@ func (c *cycle) report(r Vector, cons *Constraints) *nodeReport {
 			rep.byFilter[f]++
 			continue
 		}
-		if !c.mayUse(n) {
+		if !c.mayUse(n, r, nil) {
 			rep.byFilter[filteredReserved]++
 			continue
 		}

@@ -20,10 +20,12 @@ import (
 //   - Preemption: a unit of the preemptor's own queue whose gang has a lower
 //     priority; an elastic member also when the priority is equal, since one
 //     gang's minimum matters more than another's extras.
-//   - Reclaim: a unit of another queue that is over its deserved share
-//     (fairshare.go), while the preemptor's queue stays within its own once
-//     the preemptor runs; never from a queue marked NoReclaim. As units are
-//     taken, a victim queue that falls to its deserved share gives no more.
+//   - Reclaim: a unit of another queue that holds more than its deserved
+//     share (fairshare.go) by at least the unit, while the preemptor's
+//     queue stays within its own once the preemptor runs; never from a
+//     queue marked NoReclaim. A queue only ever gives up what it holds
+//     beyond its share: reclaim never takes it below, so the shares that
+//     preemptor and victim queues end with are both within their due.
 //   - Units are ranked cheapest first: lowest priority, then least run time
 //     lost (member-seconds, each member weighted by its accelerators), then
 //     elastic members before whole gangs, then name. The cycle finds the
@@ -209,6 +211,17 @@ func overused(v, deserved Vector) bool {
 	return false
 }
 
+// below reports whether v is under deserved in some resource that amount
+// has.
+func below(v, deserved, amount Vector) bool {
+	for d := range v {
+		if d != Pods && amount[d] > 0 && v[d] < deserved[d] {
+			return true
+		}
+	}
+	return false
+}
+
 // preemptFor looks for victims that make room for s.g, and evicts them if
 // it finds a set.
 func (c *cycle) preemptFor(p *preemption, s stuckGang) {
@@ -349,7 +362,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []
 		if !seen {
 			held = u.qs.allocated
 		}
-		if !overused(held, u.qs.deserved) {
+		if !overused(held, u.qs.deserved) || below(held.Sub(u.amount), u.qs.deserved, u.amount) {
 			continue
 		}
 		left[u.qs] = held.Sub(u.amount)

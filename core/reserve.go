@@ -23,9 +23,9 @@ import (
 //
 // The reservation is computed afresh every cycle from the snapshot, so it
 // follows what actually happens: a job that ends early brings T forward, one
-// that overruns its estimate pushes it back. A reserved node is off limits
-// whole, even where it has room beyond what the reservation needs: simpler,
-// and never wrong about the guarantee.
+// that overruns its estimate pushes it back. Only what the gang needs on a
+// reserved node is off limits: a gang that runs past T may still take the
+// node's spare room, what the node will have at T beyond the gang's needs.
 
 // reservation is the cycle's reservation, if any.
 type reservation struct {
@@ -33,6 +33,9 @@ type reservation struct {
 	start int64
 	nodes []bool // by node index
 	count int
+	// spare is, for reserved nodes, the room they have at start beyond
+	// what the reserved gang needs there: what other gangs may still take.
+	spare []Vector
 }
 
 // reserveAfter is the wait after which g deserves a reservation, or 0.
@@ -88,15 +91,15 @@ func (c *cycle) reserve() {
 	slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
 	// The smallest k such that the gang fits once the first k releases
 	// happened; fitting is monotone in k.
-	nodes, fits := c.fitsAfter(cand, releases)
+	placed, future, fits := c.fitsAfter(cand, releases)
 	if !fits {
 		return
 	}
 	k := len(releases)
 	for lo, hi := 0, len(releases); lo < hi; {
 		mid := (lo + hi) / 2
-		if ns, fits := c.fitsAfter(cand, releases[:mid]); fits {
-			hi, k, nodes = mid, mid, ns
+		if p, f, fits := c.fitsAfter(cand, releases[:mid]); fits {
+			hi, k, placed, future = mid, mid, p, f
 		} else {
 			lo = mid + 1
 		}
@@ -105,19 +108,28 @@ func (c *cycle) reserve() {
 	if k > 0 {
 		start = max(start, releases[k-1].At)
 	}
-	res := &reservation{gang: cand, start: start, nodes: make([]bool, len(c.snap.Nodes))}
-	for _, n := range nodes {
-		if !res.nodes[n] {
-			res.nodes[n] = true
+	res := &reservation{gang: cand, start: start, nodes: make([]bool, len(c.snap.Nodes)),
+		spare: make([]Vector, len(c.snap.Nodes))}
+	for _, p := range placed {
+		if !res.nodes[p.node] {
+			res.nodes[p.node] = true
 			res.count++
+			res.spare[p.node] = future[p.node].Allocatable.Sub(future[p.node].Used)
+		}
+		res.spare[p.node] = res.spare[p.node].Sub(p.req)
+	}
+	for n := range res.spare {
+		for d, v := range res.spare[n] {
+			res.spare[n][d] = max(v, 0)
 		}
 	}
 	c.resv = res
 }
 
-// fitsAfter reports whether g's minimum fits once releases happened, and on
-// which nodes, by placing it in a cycle of its own over that future state.
-func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]int, bool) {
+// fitsAfter reports whether g's minimum fits once releases happened, and
+// where, by placing it in a cycle of its own over that future state, which
+// it returns too.
+func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]placement, []Node, bool) {
 	nodes := slices.Clone(c.snap.Nodes)
 	for _, r := range releases {
 		nodes[r.Node].Used = nodes[r.Node].Used.Sub(r.Amount)
@@ -141,14 +153,35 @@ func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]int, bool) {
 	}
 	t := &txn{}
 	if _, ok := fc.placeMinimum(g, g.Pending[:need], want, t); !ok {
-		return nil, false
+		return nil, nil, false
 	}
-	return slices.Clone(t.nodes), true
+	return slices.Clone(t.placed), nodes, true
 }
 
-// mayUse reports whether the gang being placed may use node n.
-func (c *cycle) mayUse(n int) bool {
-	return c.resv == nil || c.open || !c.resv.nodes[n]
+// mayUse reports whether the gang being placed may put a member with
+// request r on node n, where t (if not nil) already placed some: on a
+// reserved node, only the reserved gang and gangs that end before it starts
+// may use more than the node's spare room, what the node has beyond the
+// reservation's needs at its start.
+func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
+	if c.resv == nil || c.open || !c.resv.nodes[n] {
+		return true
+	}
+	if t != nil {
+		for _, p := range t.placed {
+			if p.node == n {
+				r = r.Add(p.req)
+			}
+		}
+	}
+	return r.Fits(c.resv.spare[n])
+}
+
+// spend records that a gang that may not use reserved room placed r on n.
+func (c *cycle) spend(n int, r Vector) {
+	if c.resv != nil && !c.open && c.resv.nodes[n] {
+		c.resv.spare[n] = c.resv.spare[n].Sub(r)
+	}
 }
 
 // openFor reports whether g may use the reserved nodes: it is the reserved

@@ -101,3 +101,43 @@ func TestNoReservationBeyondCapability(t *testing.T) {
 		t.Errorf("big: %q", msg)
 	}
 }
+
+// A reserved node's room beyond the reservation's needs stays open: node a
+// runs 6 of its 8 GPUs until t=1000, when the 4-GPU gang big is expected to
+// start there. A 2-GPU gang without an estimate may take the 2 free GPUs
+// (a keeps 4 for big at 1000); when big needs all 8, it may not.
+func TestReservationLeavesSpareRoom(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(6)).Gangs(
+		MakeGang("big").Members(1, GPUs(4)).Arrival(0),
+		MakeGang("small").Members(1, GPUs(2)).Arrival(400),
+	).Obj()
+	s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 6}, At: 1000}}
+	plan, diag := runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if diff := cmp.Diff([]string{"small"}, keys(placed(plan))); diff != "" {
+		t.Errorf("placed (-want +got):\n%s", diff)
+	}
+	if _, start, ok := pendingStatus(diag, "big").Reservation(); !ok || start != 1000 {
+		t.Errorf("big: reservation starting at %d (%v), want 1000", start, ok)
+	}
+	// When big needs the whole node at 1000, the 6 GPUs free now are not
+	// for a gang that would still run then.
+	s.Nodes[0].Used = Vector{Pods: 1, gpuDim: 2}
+	s.Releases[0].Amount = s.Nodes[0].Used
+	s.Gangs[0] = MakeGang("big").Members(1, GPUs(8)).Arrival(0).Obj()
+	plan, diag = runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if len(plan.Binds) != 0 {
+		t.Errorf("binds %v eat into big's reservation", plan.Binds)
+	}
+	if msg := pendingStatus(diag, "small").Message(); !strings.Contains(msg, "reserved for a waiting gang") {
+		t.Errorf("small: %q", msg)
+	}
+}
+
+func pendingStatus(d Diagnostics, gang string) GangStatus {
+	for _, st := range d.Pending {
+		if st.Gang == gang {
+			return st
+		}
+	}
+	return GangStatus{}
+}
