@@ -398,3 +398,19 @@ func TestMessageMentionsNodes(t *testing.T) {
 		t.Errorf("message %q does not explain fragmentation", msg)
 	}
 }
+
+// Spread (the least-requested baseline) puts a member on the node with the
+// most free GPUs, where best fit fills the fullest node that holds it.
+func TestSpread(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8), MakeNode("b").GPUs(8).UsedGPUs(6)).
+		Gangs(MakeGang("g").Members(2, GPUs(1))).Obj()
+	for _, tc := range []struct {
+		cfg  Config
+		want []string
+	}{{Config{}, []string{"b"}}, {Config{Spread: true}, []string{"a"}}} {
+		plan, _ := runAt(t, s, tc.cfg, 0)
+		if diff := cmp.Diff(map[string][]string{"g": tc.want}, nodesOf(plan)); diff != "" {
+			t.Errorf("spread %v (-want +got):\n%s", tc.cfg.Spread, diff)
+		}
+	}
+}

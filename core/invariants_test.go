@@ -81,7 +81,7 @@ func TestCycleInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
 			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology},
-			{Ordering: FairShare, ReserveAfter: 1}, {Ordering: FairShare, Preemption: true},
+			{Ordering: FairShare, ReserveAfter: 1}, {Ordering: FairShare, Preemption: true}, {Ordering: FairShare, Spread: true},
 			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Topology: randomTopology}} {
 			o := cfg.Ordering
 			s := randomSnapshot(seed, 30+int(seed)*3, 150, 9)

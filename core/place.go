@@ -140,6 +140,9 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 	fits := func(n int) bool {
 		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible && c.mayUse(n, r, t)
 	}
+	if c.cfg.Spread && sc == nil {
+		return c.spreadNode(key, m, r, t, fits)
+	}
 	if t != nil {
 		for _, n := range t.nodes {
 			if fits(n) {
@@ -175,6 +178,28 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 			}
 		}
 	}
+	c.rememberUnfit(key, m, r, t)
+	return -1, false
+}
+
+// spreadNode returns the fitting node with the most free accelerators, the
+// first in bucket order among equals (Config.Spread).
+func (c *cycle) spreadNode(key shapeKey, m *Member, r Vector, t *txn, fits func(int) bool) (int, bool) {
+	x := c.x
+	for b := int64(x.top); b >= x.gpus(r) && b >= 0; b-- {
+		for _, n := range x.buckets[b] {
+			if fits(int(n)) {
+				return int(n), true
+			}
+		}
+	}
+	c.rememberUnfit(key, m, r, t)
+	return -1, false
+}
+
+// rememberUnfit records that members of key's shape find no node, unless
+// the gang's own placements (t) may be what keeps them out.
+func (c *cycle) rememberUnfit(key shapeKey, m *Member, r Vector, t *txn) {
 	switch {
 	case t != nil && len(t.placed) > 0:
 	case c.trialing:
@@ -182,7 +207,6 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 	default:
 		c.unfit[key] = c.report(r, m.Constraints)
 	}
-	return -1, false
 }
 
 // findInDomain returns the node of nodes the bucket search of findNode

@@ -211,11 +211,13 @@ func overused(v, deserved Vector) bool {
 	return false
 }
 
-// below reports whether v is under deserved in some resource that amount
-// has.
-func below(v, deserved, amount Vector) bool {
+// below reports whether v, what a queue would hold, falls under deserved in
+// a resource in which the queue now holds more than it deserves: the
+// resources that make it a victim. (In a resource nobody lacks, what a
+// queue deserves is all it asks for, so every queue is "below" there.)
+func below(v, deserved, holds Vector) bool {
 	for d := range v {
-		if d != Pods && amount[d] > 0 && v[d] < deserved[d] {
+		if d != Pods && holds[d] > deserved[d] && v[d] < deserved[d] {
 			return true
 		}
 	}
@@ -339,7 +341,7 @@ func (c *cycle) trial(g *Gang, members []Member, want Vector, t *txn) bool {
 
 // eligible lists, cheapest first, the units g may evict.
 func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []*unit {
-	reclaims := !overused(qs.allocated.Add(want), qs.deserved)
+	reclaims := c.now-g.Arrival >= c.cfg.ReclaimAfter && !overused(qs.allocated.Add(want), qs.deserved)
 	var left map[*queueState]Vector // what victim queues hold once the listed units are gone
 	var out []*unit
 	for _, u := range p.units {
@@ -362,7 +364,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []
 		if !seen {
 			held = u.qs.allocated
 		}
-		if !overused(held, u.qs.deserved) || below(held.Sub(u.amount), u.qs.deserved, u.amount) {
+		if !overused(held, u.qs.deserved) || below(held.Sub(u.amount), u.qs.deserved, held) {
 			continue
 		}
 		left[u.qs] = held.Sub(u.amount)

@@ -32,9 +32,19 @@ type Config struct {
 	// level. Gangs prefer the smallest domain that holds their minimum
 	// (topology.go). Keys must be non-empty and distinct.
 	Topology []string
+	// Spread places each member on the fitting node with the most free
+	// accelerators, ignoring where the rest of its gang is: the
+	// least-requested scoring that kube-scheduler and Volcano use by default,
+	// kept as a baseline. The default (false) is Phalanx's best fit.
+	Spread bool
 	// Preemption turns on, under FairShare, preemption within a queue by
 	// priority and reclaim across queues by fair share (preempt.go).
 	Preemption bool
+	// ReclaimAfter is how long, in seconds, a gang waits before it may
+	// reclaim from other queues; 0: at once. Shares shift as gangs come and
+	// go, and a gang that would soon fit anyway should not make another
+	// lose its run time.
+	ReclaimAfter int64
 }
 
 // DefaultGPU is the accelerator resource used when Config.GPU is empty.
@@ -56,6 +66,9 @@ func New(cfg Config) (*Scheduler, error) {
 	case FairShare, StrictFIFO:
 	default:
 		return nil, fmt.Errorf("core: unknown ordering %d", cfg.Ordering)
+	}
+	if cfg.ReclaimAfter < 0 {
+		return nil, fmt.Errorf("core: reclaim-after %d is negative", cfg.ReclaimAfter)
 	}
 	for i, key := range cfg.Topology {
 		if key == "" {

@@ -58,6 +58,9 @@ type Options struct {
 	// Preemption turns on preemption within a queue by priority and reclaim
 	// across queues by fair share, both gang-aware (core/preempt.go).
 	Preemption bool
+	// ReclaimAfter is how long a gang waits before it may reclaim from
+	// queues over their share; 0: at once. Whole seconds.
+	ReclaimAfter time.Duration
 	// PreemptionGracePeriod, when > 0, caps the termination grace period of
 	// victims; 0 leaves each pod its own.
 	PreemptionGracePeriod time.Duration
@@ -128,11 +131,12 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	if opts.ReserveAfter%time.Second != 0 {
 		reserveAfter++
 	}
-	if opts.PreemptionGracePeriod < 0 || opts.HoldFailedMember < 0 {
-		return nil, fmt.Errorf("scheduler: preemption grace period %v and hold for failed members %v must not be negative",
-			opts.PreemptionGracePeriod, opts.HoldFailedMember)
+	if opts.PreemptionGracePeriod < 0 || opts.HoldFailedMember < 0 || opts.ReclaimAfter < 0 {
+		return nil, fmt.Errorf("scheduler: preemption grace period %v, hold for failed members %v and reclaim-after %v must not be negative",
+			opts.PreemptionGracePeriod, opts.HoldFailedMember, opts.ReclaimAfter)
 	}
-	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption})
+	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
+		ReclaimAfter: int64(opts.ReclaimAfter / time.Second)})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

@@ -83,6 +83,10 @@ type gangOptions struct {
 	// holdFailed is how long a failed member's resources are held for its
 	// replacement, in seconds; 0: not at all.
 	holdFailed int64
+	// wakeAfter lists waits after which the core treats a gang differently
+	// (it reserves, it reclaims): a gang still waiting after its first
+	// cycle gets a cycle at each, even if nothing else happens then.
+	wakeAfter []int64
 }
 
 type gangPolicy struct {
@@ -95,6 +99,7 @@ type gangPolicy struct {
 	last    core.Diagnostics
 	reasons map[string]string
 	touched []*gangEntry
+	fresh   []*gangEntry // arrived since the last cycle (wakeFresh)
 	said    map[string]string // last reason recorded per gang
 
 	preemptHolds []preemptHolds // in the order they were made
@@ -122,7 +127,27 @@ func (g *gangPolicy) arrive(jobs []*job) {
 		}
 		g.entries = append(g.entries, e)
 		g.s.snap.Gangs = append(g.s.snap.Gangs, &e.gang)
+		if len(g.opt.wakeAfter) > 0 {
+			g.fresh = append(g.fresh, e)
+		}
 	}
+}
+
+// wakeFresh sets the wake-ups of the gangs that arrived in this cycle and
+// still wait.
+func (g *gangPolicy) wakeFresh() {
+	for _, e := range g.fresh {
+		if e.gang.Bound >= e.gang.MinMember {
+			continue
+		}
+		for _, d := range g.opt.wakeAfter {
+			if at := e.gang.Arrival + d; at > g.s.now {
+				g.s.push(timer{at: at, kind: timerWake, job: int32(e.job.idx)})
+			}
+		}
+	}
+	clear(g.fresh)
+	g.fresh = g.fresh[:0]
 }
 
 // newEntry makes the entry of j with room for n pending members and
@@ -232,6 +257,7 @@ func (g *gangPolicy) cycle() error {
 	g.compact()
 	g.refreshHolds()
 	if len(g.entries) == 0 {
+		g.wakeFresh()
 		return nil
 	}
 	s := g.s
@@ -282,6 +308,7 @@ func (g *gangPolicy) cycle() error {
 	if err := g.evict(plan.Evictions); err != nil {
 		return err
 	}
+	g.wakeFresh()
 	return g.keepHolds(plan.Holds)
 }
 

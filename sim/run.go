@@ -27,6 +27,10 @@ type Options struct {
 	// NoPreemption turns off preemption within a queue and reclaim across
 	// queues for the phalanx policy (on by default).
 	NoPreemption bool
+	// ReclaimAfter, for the phalanx policy, is how long a gang waits before
+	// it may reclaim from queues over their share (seconds; 0:
+	// DefaultReclaimAfter; < 0: at once).
+	ReclaimAfter int64
 	// GracePeriod is how long an evicted member keeps its node before it is
 	// freed (seconds; 0: DefaultGracePeriod; < 0: freed at once).
 	GracePeriod int64
@@ -44,6 +48,10 @@ const (
 	// DefaultReserveAfter is the wait after which the phalanx policy
 	// reserves nodes for a gang.
 	DefaultReserveAfter = 3600
+	// DefaultReclaimAfter is the wait after which a gang of the phalanx
+	// policy may reclaim from other queues: none, as the scheduler's
+	// default.
+	DefaultReclaimAfter = 0
 	// DefaultGracePeriod is how long an evicted member terminates, as
 	// Kubernetes' default terminationGracePeriodSeconds.
 	DefaultGracePeriod = 30
@@ -92,6 +100,13 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 	case PolicyPhalanx:
 		cfg.ReserveAfter = orDefault(opt.ReserveAfter, DefaultReserveAfter)
 		cfg.Preemption = !opt.NoPreemption
+		cfg.ReclaimAfter = max(orDefault(opt.ReclaimAfter, DefaultReclaimAfter), 0)
+		if cfg.ReserveAfter > 0 {
+			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
+		}
+		if cfg.Preemption && cfg.ReclaimAfter > 0 && cfg.ReclaimAfter != cfg.ReserveAfter {
+			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReclaimAfter)
+		}
 		gopt.holdFailed = orDefault(opt.HoldFailed, DefaultHoldFailed)
 	case PolicyFIFOGang:
 		cfg.Ordering = core.StrictFIFO
@@ -102,12 +117,15 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		// minAvailable of its pods fit (gang). Its backfill action places
 		// only pods that request nothing, which no job of ours is, so it
 		// adds nothing here; nothing is reserved and nothing is preempted
-		// (preempt and reclaim are not default actions). Differences from
-		// the real thing: placement is the core's best fit rather than
-		// Volcano's node-order scoring (binpack or least-requested), its
-		// enqueue gate (a job enters only when the queue's share has room)
-		// is not modelled, and required topology is ignored, as a scheduler
-		// that does not know the requirement would.
+		// (preempt and reclaim are not default actions). Its default
+		// nodeorder plugin scores nodes by least-requested resources, so
+		// members are spread (core.Config.Spread). Differences from the real
+		// thing: the score is on accelerators only, its enqueue gate (a job
+		// enters only when the queue's share has room) is not modelled, and
+		// required topology is ignored, as a scheduler that does not know
+		// the requirement would. A cluster configured with the binpack
+		// plugin would pack instead.
+		cfg.Spread = true
 		cfg.Topology = nil
 		gopt.ignoreTopology = true
 	default:

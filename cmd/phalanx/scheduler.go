@@ -55,6 +55,7 @@ type schedulerFlags struct {
 	preemption      bool
 	preemptionGrace time.Duration
 	holdFailed      time.Duration
+	reclaimAfter    time.Duration
 }
 
 // labelKeys is a comma-separated list of node label keys.
@@ -101,6 +102,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.preemption, "preemption", true,
 		"evict whole gangs of lower priority in the same queue, or of queues over their fair share (reclaim),\n"+
 			"when that lets a waiting gang run; a Queue with reclaimable: false is never reclaimed from")
+	fs.DurationVar(&f.reclaimAfter, "reclaim-after", 0,
+		"a gang reclaims from queues over their share only once it has waited this long (0: at once)")
 	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
 		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")
 	fs.DurationVar(&f.holdFailed, "hold-failed-member", 5*time.Minute,
@@ -156,9 +159,9 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "phalanx scheduler: --reserve-after %v is negative\n", f.reserveAfter)
 		return 2
 	}
-	if f.preemptionGrace < 0 || f.holdFailed < 0 {
-		fmt.Fprintf(stderr, "phalanx scheduler: --preemption-grace-period %v and --hold-failed-member %v must not be negative\n",
-			f.preemptionGrace, f.holdFailed)
+	if f.preemptionGrace < 0 || f.holdFailed < 0 || f.reclaimAfter < 0 {
+		fmt.Fprintf(stderr, "phalanx scheduler: --preemption-grace-period %v, --hold-failed-member %v and --reclaim-after %v must not be negative\n",
+			f.preemptionGrace, f.holdFailed, f.reclaimAfter)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -218,7 +221,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
 		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
-		HoldFailedMember: f.holdFailed}, kube, client, metrics, recorder)
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}

@@ -41,13 +41,13 @@ type simulateFlags struct {
 	nodesPerRack                          int
 	reserveAfter                          time.Duration
 	preemption                            bool
-	gracePeriod, holdFailed               time.Duration
+	gracePeriod, holdFailed, reclaimAfter time.Duration
 	estimateError, queueWeights           string
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "estimate-error", "preemption", "grace-period", "hold-failed", "output", "plot"}
+	"policy", "reserve-after", "estimate-error", "preemption", "reclaim-after", "grace-period", "hold-failed", "output", "plot"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -65,6 +65,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.StringVar(&f.estimateError, "estimate-error", "exact",
 		"run-time estimates the scheduler gets, from the durations: `E` is exact, x0.5 (half: underestimates), x2, or noise=0.5 (duration x exp(N(0, 0.5)), seeded by job)")
 	fs.BoolVar(&f.preemption, "preemption", true, "phalanx preempts lower-priority gangs of a queue and reclaims from queues over their share")
+	fs.DurationVar(&f.reclaimAfter, "reclaim-after", sim.DefaultReclaimAfter*time.Second,
+		"phalanx lets a gang reclaim from queues over their share only once it has waited `D` (0: at once)")
 	fs.DurationVar(&f.gracePeriod, "grace-period", sim.DefaultGracePeriod*time.Second,
 		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
 	fs.DurationVar(&f.holdFailed, "hold-failed", sim.DefaultHoldFailed*time.Second,
@@ -148,6 +150,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		{"reserve-after", f.reserveAfter, &cfg.opt.ReserveAfter},
 		{"grace-period", f.gracePeriod, &cfg.opt.GracePeriod},
 		{"hold-failed", f.holdFailed, &cfg.opt.HoldFailed},
+		{"reclaim-after", f.reclaimAfter, &cfg.opt.ReclaimAfter},
 	} {
 		if d.value < 0 {
 			return cfg, usagef("--%s must not be negative", d.name)
