@@ -155,44 +155,14 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 			v.estimate = s.history[v.queue].p90()
 		}
 	}
-	// Required topology level: the core checks that it is a level.
-	field = ""
-	if pg != nil {
-		field = pg.Spec.RequiredTopology
-	}
-	level, from, problem := specValue(g, pg, field, AnnotationRequiredTopology)
-	level = strings.TrimSpace(level)
-	switch {
-	case problem != "":
-		problems = append(problems, problem)
-	case level != "" && from != "":
-		if errs := validation.IsQualifiedName(level); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("%s is not a node label key: %s", from, strings.Join(errs, "; ")))
-			break
-		}
-		v.requiredLevel = level
-	default:
-		v.requiredLevel = level
-	}
+	// Required topology level (the core checks that it is a level), and
 	// GPU model.
-	field = ""
+	var topology, model string
 	if pg != nil {
-		field = pg.Spec.GPUModel
+		topology, model = pg.Spec.RequiredTopology, pg.Spec.GPUModel
 	}
-	model, from, problem := specValue(g, pg, field, AnnotationGPUModel)
-	model = strings.TrimSpace(model)
-	switch {
-	case problem != "":
-		problems = append(problems, problem)
-	case model != "" && from != "":
-		if errs := validation.IsValidLabelValue(model); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("%s is not a label value: %s", from, strings.Join(errs, "; ")))
-			break
-		}
-		v.gpuModel = model
-	default:
-		v.gpuModel = model
-	}
+	v.requiredLevel = labelSpec(g, pg, topology, AnnotationRequiredTopology, "a node label key", validation.IsQualifiedName, &problems)
+	v.gpuModel = labelSpec(g, pg, model, AnnotationGPUModel, "a label value", validation.IsValidLabelValue, &problems)
 	if v.gpuModel != "" {
 		for _, p := range v.pending {
 			if c := p.cons; c != nil {
@@ -246,4 +216,23 @@ func (c *constraintsCache) withLabel(base *core.Constraints, key, value string) 
 type labelledKey struct {
 	base       *core.Constraints
 	key, value string
+}
+
+// labelSpec resolves a gang setting that is a label key or value, from the
+// PodGroup's field or the annotation, and checks it with valid; a problem
+// goes to problems and leaves the setting empty.
+func labelSpec(g *gangInfo, pg *v1alpha1.PodGroup, field, annotation, what string, valid func(string) []string, problems *[]string) string {
+	value, from, problem := specValue(g, pg, field, annotation)
+	value = strings.TrimSpace(value)
+	switch {
+	case problem != "":
+		*problems = append(*problems, problem)
+		return ""
+	case value != "" && from != "":
+		if errs := valid(value); len(errs) > 0 {
+			*problems = append(*problems, fmt.Sprintf("%s is not %s: %s", from, what, strings.Join(errs, "; ")))
+			return ""
+		}
+	}
+	return value
 }

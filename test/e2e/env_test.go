@@ -188,20 +188,7 @@ func (e *env) tryCreate(ctx context.Context, b *jobBuilder) (*job, error) {
 
 // createQueue creates a Queue named after the test's namespace (Queues are
 // cluster-wide), with the given spec, and deletes it when the test ends.
-func (e *env) createQueue(spec v1alpha1.QueueSpec) string {
-	e.t.Helper()
-	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: e.ns}, Spec: spec}
-	if _, err := phalanx.SchedulingV1alpha1().Queues().Create(e.ctx, q, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create queue %s: %v", q.Name, err)
-	}
-	e.t.Cleanup(func() {
-		err := phalanx.SchedulingV1alpha1().Queues().Delete(context.Background(), q.Name, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			e.t.Errorf("cleanup: delete queue %s: %v", q.Name, err)
-		}
-	})
-	return q.Name
-}
+func (e *env) createQueue(spec v1alpha1.QueueSpec) string { return e.queueNamed("", spec) }
 
 func (e *env) createPod(p *corev1.Pod) *corev1.Pod {
 	e.t.Helper()

@@ -33,10 +33,15 @@ func (e *env) priorityClass(suffix string, value int32) string {
 	return pc.Name
 }
 
-// queueNamed creates a Queue named after the test's namespace and suffix.
+// queueNamed creates a Queue named after the test's namespace and suffix
+// (if any), and deletes it when the test ends.
 func (e *env) queueNamed(suffix string, spec v1alpha1.QueueSpec) string {
 	e.t.Helper()
-	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-" + suffix}, Spec: spec}
+	name := e.ns
+	if suffix != "" {
+		name += "-" + suffix
+	}
+	q := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
 	if _, err := phalanx.SchedulingV1alpha1().Queues().Create(e.ctx, q, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create queue %s: %v", q.Name, err)
 	}
