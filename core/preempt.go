@@ -26,6 +26,9 @@ import (
 //     queue marked NoReclaim. A queue only ever gives up what it holds
 //     beyond its share: reclaim never takes it below, so the shares that
 //     preemptor and victim queues end with are both within their due.
+//     Config.ReclaimAfter makes a gang wait before it reclaims;
+//     Config.ReclaimLentOnly limits reclaim to gangs that started after the
+//     reclaiming gang arrived (room lent while it waited).
 //   - Units are ranked cheapest first: lowest priority, then least run time
 //     lost (member-seconds, each member weighted by its accelerators), then
 //     elastic members before whole gangs, then name. The cycle finds the
@@ -56,6 +59,7 @@ type unit struct {
 	members []int // indexes into run.Members
 	whole   bool
 	lost    int64
+	started int64  // when its latest member started
 	amount  Vector // requests of members, pod slots included
 	taken   bool
 	id      int // position in preemption.units
@@ -172,6 +176,7 @@ func (c *cycle) newUnit(r *Running, qs *queueState, members []int, whole bool, g
 			w = m.Request[gpu]
 		}
 		u.lost += max(c.now-m.Start, 0) * w
+		u.started = max(u.started, m.Start)
 		u.amount = u.amount.Add(withPod(m.Request))
 	}
 	return u
@@ -354,7 +359,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []
 			}
 			continue
 		}
-		if !reclaims || u.qs.q.NoReclaim {
+		if !reclaims || u.qs.q.NoReclaim || c.cfg.ReclaimLentOnly && u.started < g.Arrival {
 			continue
 		}
 		if left == nil {

@@ -45,6 +45,10 @@ type Config struct {
 	// go, and a gang that would soon fit anyway should not make another
 	// lose its run time.
 	ReclaimAfter int64
+	// ReclaimLentOnly limits reclaim to gangs that started after the
+	// reclaiming gang arrived: room lent to a queue over its share while
+	// the gang waited, never work that was running before it came.
+	ReclaimLentOnly bool
 }
 
 // DefaultGPU is the accelerator resource used when Config.GPU is empty.

@@ -99,7 +99,7 @@ type gangPolicy struct {
 	last    core.Diagnostics
 	reasons map[string]string
 	touched []*gangEntry
-	fresh   []*gangEntry // arrived since the last cycle (wakeFresh)
+	fresh   []*gangEntry      // arrived since the last cycle (wakeFresh)
 	said    map[string]string // last reason recorded per gang
 
 	preemptHolds []preemptHolds // in the order they were made
