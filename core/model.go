@@ -179,6 +179,8 @@ type Running struct {
 	Queue     string
 	Priority  int32
 	MinMember int
+	// Arrival is when the gang arrived, as Gang.Arrival.
+	Arrival int64
 	// Members hold nodes now, terminating ones included.
 	Members []Placed
 }

@@ -27,8 +27,8 @@ import (
 //     beyond its share: reclaim never takes it below, so the shares that
 //     preemptor and victim queues end with are both within their due.
 //     Config.ReclaimAfter makes a gang wait before it reclaims;
-//     Config.ReclaimLentOnly limits reclaim to gangs that started after the
-//     reclaiming gang arrived (room lent while it waited).
+//     Config.ReclaimYoungerOnly limits reclaim to gangs that arrived after
+//     the reclaiming gang: it takes back only what younger gangs took.
 //   - Units are ranked cheapest first: lowest priority, then least run time
 //     lost (member-seconds, each member weighted by its accelerators), then
 //     elastic members before whole gangs, then name. The cycle finds the
@@ -359,7 +359,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []
 			}
 			continue
 		}
-		if !reclaims || u.qs.q.NoReclaim || c.cfg.ReclaimLentOnly && u.started < g.Arrival {
+		if !reclaims || u.qs.q.NoReclaim || c.cfg.ReclaimYoungerOnly && !arrivedBefore(g, &Gang{ID: u.run.Gang, Arrival: u.run.Arrival}) {
 			continue
 		}
 		if left == nil {

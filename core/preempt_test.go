@@ -294,17 +294,18 @@ func TestHoldKeepsRoomForItsGang(t *testing.T) {
 	}
 }
 
-// With ReclaimLentOnly, reclaim takes back only what started after the
-// reclaiming gang arrived: a-new (started at 60) when claim arrived at 50,
-// nothing when it arrived at 70.
-func TestReclaimLentOnly(t *testing.T) {
+// With ReclaimYoungerOnly, reclaim takes back only from gangs that arrived
+// after the reclaiming gang: a-new (arrived at 55) when claim arrived at
+// 50, nothing when it arrived at 70.
+func TestReclaimYoungerOnly(t *testing.T) {
 	for _, tc := range []struct {
 		arrival int64
 		want    []string
 	}{{50, []string{"a-new/a-new-0"}}, {70, nil}} {
 		s := reclaimSnapshot(8)
 		s.Gangs[0].Arrival = tc.arrival
-		plan, _ := runAt(t, s, Config{Preemption: true, ReclaimLentOnly: true}, 100)
+		s.Running[0].Arrival, s.Running[1].Arrival = 0, 55
+		plan, _ := runAt(t, s, Config{Preemption: true, ReclaimYoungerOnly: true}, 100)
 		if diff := cmp.Diff(tc.want, victims(plan)); diff != "" {
 			t.Errorf("claim arrived at %d: victims (-want +got):\n%s", tc.arrival, diff)
 		}

@@ -45,10 +45,11 @@ type Config struct {
 	// go, and a gang that would soon fit anyway should not make another
 	// lose its run time.
 	ReclaimAfter int64
-	// ReclaimLentOnly limits reclaim to gangs that started after the
-	// reclaiming gang arrived: room lent to a queue over its share while
-	// the gang waited, never work that was running before it came.
-	ReclaimLentOnly bool
+	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
+	// reclaiming gang (Running.Arrival): a gang takes back only what younger
+	// gangs of queues over their share got ahead of it, never the room of
+	// one that waited longer, such as a big gang that finally runs.
+	ReclaimYoungerOnly bool
 }
 
 // DefaultGPU is the accelerator resource used when Config.GPU is empty.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Reproduces docs/evaluation.md: the Philly trace on 64 nodes x 8 GPUs in
 # racks of 8, one queue per vc weighted by its GPU-hours, under phalanx,
-# fifo-gang and volcano, then phalanx without preemption and phalanx
-# without reservation. Tables go to <out>/*.txt, the plot to
-# <out>/philly.svg.
+# fifo-gang and volcano, then phalanx reclaiming only from younger gangs,
+# without preemption, and without preemption or reservation. Tables go to
+# <out>/*.txt, the plot to <out>/philly.svg.
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It takes about 10 to 15 minutes on 2 cores; fifo-gang is the slowest.
+# It takes about 20 minutes on 2 cores.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +28,7 @@ run() {
   echo "evaluate: $name took $((SECONDS - start)) s" >&2
 }
 run policies --policy phalanx,fifo-gang,volcano --plot "$out/philly.svg"
+run phalanx-reclaim-younger --policy phalanx --reclaim-younger-only
 run phalanx-no-preemption --policy phalanx --preemption=false
-run phalanx-no-reservation --policy phalanx --reserve-after 0
-cat "$out"/policies.txt "$out"/phalanx-no-preemption.txt "$out"/phalanx-no-reservation.txt
+run phalanx-no-preemption-no-reservation --policy phalanx --preemption=false --reserve-after 0
+cat "$out"/policies.txt "$out"/phalanx-reclaim-younger.txt "$out"/phalanx-no-preemption.txt "$out"/phalanx-no-preemption-no-reservation.txt

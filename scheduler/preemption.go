@@ -167,7 +167,7 @@ func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
 // running returns g's members that hold nodes, for the core's choice of
 // victims; bind in flight are left out (they cannot be evicted yet).
 func (s *Store) running(g *gangInfo, v *gangView, order []string) (core.Running, bool) {
-	r := core.Running{Gang: g.key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember}
+	r := core.Running{Gang: g.key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember, Arrival: v.arrival}
 	for _, p := range g.members {
 		if !p.holds() || p.assumed {
 			continue

@@ -31,9 +31,9 @@ type Options struct {
 	// it may reclaim from queues over their share (seconds; 0:
 	// DefaultReclaimAfter; < 0: at once).
 	ReclaimAfter int64
-	// ReclaimLentOnly, for the phalanx policy, reclaims only from gangs
-	// that started after the reclaiming gang arrived.
-	ReclaimLentOnly bool
+	// ReclaimYoungerOnly, for the phalanx policy, reclaims only from gangs
+	// that arrived after the reclaiming gang.
+	ReclaimYoungerOnly bool
 	// GracePeriod is how long an evicted member keeps its node before it is
 	// freed (seconds; 0: DefaultGracePeriod; < 0: freed at once).
 	GracePeriod int64
@@ -104,7 +104,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		cfg.ReserveAfter = orDefault(opt.ReserveAfter, DefaultReserveAfter)
 		cfg.Preemption = !opt.NoPreemption
 		cfg.ReclaimAfter = max(orDefault(opt.ReclaimAfter, DefaultReclaimAfter), 0)
-		cfg.ReclaimLentOnly = opt.ReclaimLentOnly
+		cfg.ReclaimYoungerOnly = opt.ReclaimYoungerOnly
 		if cfg.ReserveAfter > 0 {
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
 		}

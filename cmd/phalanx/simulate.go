@@ -40,14 +40,14 @@ type simulateFlags struct {
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
 	reserveAfter                          time.Duration
-	preemption, reclaimLentOnly           bool
+	preemption, reclaimYoungerOnly        bool
 	gracePeriod, holdFailed, reclaimAfter time.Duration
 	estimateError, queueWeights           string
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "estimate-error", "preemption", "reclaim-after", "reclaim-lent-only", "grace-period", "hold-failed", "output", "plot"}
+	"policy", "reserve-after", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "output", "plot"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -67,8 +67,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.BoolVar(&f.preemption, "preemption", true, "phalanx preempts lower-priority gangs of a queue and reclaims from queues over their share")
 	fs.DurationVar(&f.reclaimAfter, "reclaim-after", sim.DefaultReclaimAfter*time.Second,
 		"phalanx lets a gang reclaim from queues over their share only once it has waited `D` (0: at once)")
-	fs.BoolVar(&f.reclaimLentOnly, "reclaim-lent-only", false,
-		"phalanx reclaims only from gangs that started after the reclaiming gang arrived (what was lent while it waited)")
+	fs.BoolVar(&f.reclaimYoungerOnly, "reclaim-younger-only", false,
+		"phalanx reclaims only from gangs that arrived after the reclaiming gang (what younger gangs got ahead of it)")
 	fs.DurationVar(&f.gracePeriod, "grace-period", sim.DefaultGracePeriod*time.Second,
 		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
 	fs.DurationVar(&f.holdFailed, "hold-failed", sim.DefaultHoldFailed*time.Second,
@@ -166,7 +166,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		}
 	}
 	cfg.opt.NoPreemption = !f.preemption
-	cfg.opt.ReclaimLentOnly = f.reclaimLentOnly
+	cfg.opt.ReclaimYoungerOnly = f.reclaimYoungerOnly
 	ee, err := sim.ParseEstimateError(f.estimateError)
 	if err != nil {
 		return cfg, usagef("--estimate-error: %s", strings.TrimPrefix(err.Error(), "sim: "))
