@@ -61,6 +61,9 @@ type Options struct {
 	// ReclaimAfter is how long a gang waits before it may reclaim from
 	// queues over their share; 0: at once. Whole seconds.
 	ReclaimAfter time.Duration
+	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
+	// reclaiming gang.
+	ReclaimYoungerOnly bool
 	// PreemptionGracePeriod, when > 0, caps the termination grace period of
 	// victims; 0 leaves each pod its own.
 	PreemptionGracePeriod time.Duration
@@ -136,7 +139,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 			opts.PreemptionGracePeriod, opts.HoldFailedMember, opts.ReclaimAfter)
 	}
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
-		ReclaimAfter: int64(opts.ReclaimAfter / time.Second)})
+		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

@@ -56,6 +56,7 @@ type schedulerFlags struct {
 	preemptionGrace time.Duration
 	holdFailed      time.Duration
 	reclaimAfter    time.Duration
+	reclaimYounger  bool
 }
 
 // labelKeys is a comma-separated list of node label keys.
@@ -104,6 +105,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"when that lets a waiting gang run; a Queue with reclaimable: false is never reclaimed from")
 	fs.DurationVar(&f.reclaimAfter, "reclaim-after", 0,
 		"a gang reclaims from queues over their share only once it has waited this long (0: at once)")
+	fs.BoolVar(&f.reclaimYounger, "reclaim-younger-only", false,
+		"a gang reclaims only from gangs that arrived after it (what younger gangs got ahead of it)")
 	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
 		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")
 	fs.DurationVar(&f.holdFailed, "hold-failed-member", 5*time.Minute,
@@ -221,7 +224,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
 		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
-		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter}, kube, client, metrics, recorder)
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}
