@@ -23,20 +23,13 @@ import (
 
 // bind posts the binding of pod to node. The pod is already assumed there.
 func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
-	s.inflight.Add(1)
-	go func() {
-		defer s.inflight.Done()
-		select {
-		case s.bindSem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
+	s.spawn(ctx, s.bindSem, func(release func()) {
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
-		<-s.bindSem
+		release()
 		if err != nil && ctx.Err() != nil {
 			return // shutting down; the next leader sees the pod unbound
 		}
@@ -53,6 +46,21 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
 		if s.recorder != nil {
 			s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 		}
+	})
+}
+
+// spawn runs f off the loop goroutine once sem has room, unless ctx ends
+// first; f calls release when it no longer needs its slot.
+func (s *Scheduler) spawn(ctx context.Context, sem chan struct{}, f func(release func())) {
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		f(func() { <-sem })
 	}()
 }
 
@@ -60,16 +68,9 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
 // write fails, forget runs on the loop, so that the next cycle writes again
 // (a conflict on a stale resourceVersion is the common case).
 func (s *Scheduler) async(ctx context.Context, kind string, write func() error, forget func()) {
-	s.inflight.Add(1)
-	go func() {
-		defer s.inflight.Done()
-		select {
-		case s.statusSem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
+	s.spawn(ctx, s.statusSem, func(release func()) {
 		err := write()
-		<-s.statusSem
+		release()
 		result := "ok"
 		switch {
 		case err == nil:
@@ -85,7 +86,7 @@ func (s *Scheduler) async(ctx context.Context, kind string, write func() error, 
 			s.send(ctx, forget)
 		}
 		s.metrics.StatusWrites.WithLabelValues(kind, result).Inc()
-	}()
+	})
 }
 
 // writeCache remembers the last status written per object, so that a cycle

@@ -230,14 +230,7 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 	if e.Reclaim {
 		kind = "reclaim"
 	}
-	s.inflight.Add(1)
-	go func() {
-		defer s.inflight.Done()
-		select {
-		case s.bindSem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
+	s.spawn(ctx, s.bindSem, func(release func()) {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 		if g := s.opts.PreemptionGracePeriod; g > 0 {
 			secs := int64(g.Seconds())
@@ -246,7 +239,7 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 			}
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
-		<-s.bindSem
+		release()
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 		case ctx.Err() != nil:
@@ -265,5 +258,5 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 			}
 			s.recorder.Event(pod, corev1.EventTypeNormal, "Preempted", why)
 		}
-	}()
+	})
 }
