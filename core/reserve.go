@@ -91,14 +91,14 @@ func (c *cycle) reserve() {
 	slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
 	// The smallest k such that the gang fits once the first k releases
 	// happened; fitting is monotone in k.
-	placed, future, fits := c.fitsAfter(cand, releases, false)
+	placed, future, fits := c.fitsAfter(cand, releases)
 	if !fits {
 		return
 	}
 	k := len(releases)
 	for lo, hi := 0, len(releases); lo < hi; {
 		mid := (lo + hi) / 2
-		if p, f, fits := c.fitsAfter(cand, releases[:mid], false); fits {
+		if p, f, fits := c.fitsAfter(cand, releases[:mid]); fits {
 			hi, k, placed, future = mid, mid, p, f
 		} else {
 			lo = mid + 1
@@ -107,17 +107,6 @@ func (c *cycle) reserve() {
 	start := c.now
 	if k > 0 {
 		start = max(start, releases[k-1].At)
-	}
-	// Rather on nodes that the releases due by the start free than on
-	// nodes free now, which others may use meanwhile.
-	j := k
-	for j < len(releases) && releases[j].At <= start {
-		j++
-	}
-	if j > 0 {
-		if p, f, fits := c.fitsAfter(cand, releases[:j], true); fits {
-			placed, future = p, f
-		}
 	}
 	res := &reservation{gang: cand, start: start, nodes: make([]bool, len(c.snap.Nodes)),
 		spare: make([]Vector, len(c.snap.Nodes))}
@@ -139,9 +128,8 @@ func (c *cycle) reserve() {
 
 // fitsAfter reports whether g's minimum fits once releases happened, and
 // where, by placing it in a cycle of its own over that future state, which
-// it returns too. With releasedOnly, only nodes that a release frees may
-// hold it.
-func (c *cycle) fitsAfter(g *Gang, releases []Release, releasedOnly bool) ([]placement, []Node, bool) {
+// it returns too.
+func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]placement, []Node, bool) {
 	nodes := slices.Clone(c.snap.Nodes)
 	for _, r := range releases {
 		nodes[r.Node].Used = nodes[r.Node].Used.Sub(r.Amount)
@@ -152,17 +140,6 @@ func (c *cycle) fitsAfter(g *Gang, releases []Release, releasedOnly bool) ([]pla
 		}
 		for _, h := range hs {
 			nodes[h.node].Used = nodes[h.node].Used.Add(h.amount) // held for its gang from now on
-		}
-	}
-	if releasedOnly {
-		// Only the nodes the releases free: what is free now stays of use
-		// to others until the start.
-		freed := make([]bool, len(nodes))
-		for _, r := range releases {
-			freed[r.Node] = true
-		}
-		for i := range nodes {
-			nodes[i].Unschedulable = nodes[i].Unschedulable || !freed[i]
 		}
 	}
 	future := &Snapshot{Resources: c.snap.Resources, Nodes: nodes}

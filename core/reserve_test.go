@@ -141,28 +141,3 @@ func pendingStatus(d Diagnostics, gang string) GangStatus {
 	}
 	return GangStatus{}
 }
-
-// Among nodes that would hold the reserved gang equally well, the
-// reservation takes those that free up last: node a is free now, b and c
-// free at t=1000, when big (2 x 8 GPUs) starts on b and c; a stays free for
-// a gang that would still run then.
-func TestReservationTakesNodesFreedLast(t *testing.T) {
-	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8), MakeNode("b").GPUs(8).UsedGPUs(8), MakeNode("c").GPUs(8).UsedGPUs(8)).Gangs(
-		MakeGang("big").Members(3, GPUs(8)).Arrival(0),
-		MakeGang("other").Members(1, GPUs(8)).Arrival(400),
-	).Obj()
-	s.Releases = []Release{{Node: 1, Amount: Vector{Pods: 1, gpuDim: 8}, At: 1000}, {Node: 2, Amount: Vector{Pods: 1, gpuDim: 8}, At: 1000}}
-	plan, diag := runAt(t, s, Config{ReserveAfter: 60}, 500)
-	if nodes, start, ok := pendingStatus(diag, "big").Reservation(); !ok || nodes != 3 || start != 1000 {
-		t.Fatalf("big: %d node(s) reserved from %d (%v), want 3 from 1000", nodes, start, ok)
-	}
-	if len(plan.Binds) != 0 {
-		t.Errorf("binds %v: big needs all three nodes", plan.Binds)
-	}
-	// With two members, big needs b and c only.
-	s.Gangs[0] = MakeGang("big").Members(2, GPUs(8)).Arrival(0).Obj()
-	plan, _ = runAt(t, s, Config{ReserveAfter: 60}, 500)
-	if diff := cmp.Diff(map[string][]string{"other": {"a"}}, nodesOf(plan)); diff != "" {
-		t.Errorf("placed (-want +got):\n%s", diff)
-	}
-}
