@@ -199,6 +199,10 @@ type Placed struct {
 	// (Node.Used counts them) but will free it soon. They are never chosen
 	// as victims again, and preemption counts on what they free.
 	Terminating bool
+	// Unevictable members are never victims, nor is a whole gang that has
+	// one; e.g. the caller's eviction was refused and it waits before trying
+	// again.
+	Unevictable bool
 }
 
 // Hold keeps resources on a node for one gang: no other gang may use them.

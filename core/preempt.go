@@ -109,7 +109,7 @@ func (c *cycle) preempt() {
 		p.runIdx[r] = ri
 		freed := make([]int, len(r.Members))
 		p.freed = append(p.freed, freed)
-		var alive []int
+		var alive, pinned []int
 		qs := c.queues[r.Queue]
 		for mi := range r.Members {
 			m := &r.Members[mi]
@@ -128,17 +128,24 @@ func (c *cycle) preempt() {
 				p.terminating++
 				continue
 			}
+			if m.Unevictable {
+				pinned = append(pinned, mi)
+				continue
+			}
 			alive = append(alive, mi)
 		}
 		if qs == nil || len(alive) == 0 {
 			continue
 		}
 		// Elastic members, latest started first: they lose the least.
+		// Unevictable members stay, and count toward the minimum.
 		slices.SortStableFunc(alive, func(a, b int) int { return cmp.Compare(r.Members[b].Start, r.Members[a].Start) })
-		for k := 0; k < len(alive)-r.MinMember; k++ {
+		for k := 0; k < min(len(alive), len(alive)+len(pinned)-r.MinMember); k++ {
 			p.units = append(p.units, c.newUnit(r, qs, alive[k:k+1], false, gpu))
 		}
-		p.units = append(p.units, c.newUnit(r, qs, alive, true, gpu))
+		if len(pinned) == 0 {
+			p.units = append(p.units, c.newUnit(r, qs, alive, true, gpu))
+		}
 	}
 	c.reapplyHolds()
 	slices.SortStableFunc(p.units, func(a, b *unit) int {

@@ -311,3 +311,26 @@ func TestReclaimYoungerOnly(t *testing.T) {
 		}
 	}
 }
+
+// Unevictable members (an eviction was refused) are never victims, nor is
+// their gang whole; the next cheapest victim goes instead.
+func TestPreemptSkipsUnevictable(t *testing.T) {
+	s := twoEightGPUNodes().Gangs(MakeGang("high").Members(1, GPUs(8)).Priority(10)).Obj()
+	runGang(s, "mid", "default", 5, 1, 0, []int{0}, 8)
+	runGang(s, "low", "default", 0, 1, 0, []int{1}, 8)
+	s.Running[1].Members[0].Unevictable = true
+	plan, _ := runAt(t, s, preemptive(), 100)
+	if diff := cmp.Diff([]string{"mid/mid-0"}, victims(plan)); diff != "" {
+		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+	// low runs two members of 4 GPUs on b (minMember 1), one unevictable:
+	// the other may go as an elastic member, the gang never whole.
+	s = twoEightGPUNodes().Gangs(MakeGang("high").Members(1, GPUs(4)).Priority(10)).Obj()
+	runGang(s, "mid", "default", 5, 1, 0, []int{0}, 8)
+	runGang(s, "low", "default", 0, 1, 0, []int{1, 1}, 4, 4)
+	s.Running[1].Members[0].Unevictable = true
+	plan, _ = runAt(t, s, preemptive(), 100)
+	if diff := cmp.Diff([]string{"low/low-1"}, victims(plan)); diff != "" {
+		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}

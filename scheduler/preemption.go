@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,8 @@ import (
 // even before the informer reports its deletionTimestamp, and posts an
 // Eviction (policy/v1) for it, with the pod's own termination grace period
 // unless --preemption-grace-period caps it. A refused eviction (a
-// PodDisruptionBudget, say) unmarks the victim; the core may choose again.
+// PodDisruptionBudget, say) unmarks the victim, and the core may choose it
+// again after evictionRetry; meanwhile it chooses others or waits.
 //
 // Holds keep room on a node for one gang:
 //   - for a preemptor while its victims terminate (Plan.Holds), until it is
@@ -67,8 +69,26 @@ func (s *Store) lostMember(p *podInfo, node string) {
 // MarkEvicting records that the pod is being evicted by us.
 func (s *Store) MarkEvicting(uid types.UID) { s.evicting[uid] = true }
 
-// UnmarkEvicting undoes MarkEvicting after a refused eviction.
-func (s *Store) UnmarkEvicting(uid types.UID) { delete(s.evicting, uid) }
+// evictionRetry is how long a pod whose eviction was refused (by a
+// PodDisruptionBudget, say) is not chosen as a victim again.
+const evictionRetry = 10 * time.Second
+
+// EvictionRefused undoes MarkEvicting after a refused eviction, and keeps
+// the pod from being chosen again for evictionRetry: without that, every
+// cycle would ask again at once. why, the refusal, is what the preemptor's
+// status says until it runs.
+func (s *Store) EvictionRefused(uid types.UID, preemptor, why string) {
+	delete(s.evicting, uid)
+	s.refused[uid] = s.now().Add(evictionRetry).Unix()
+	s.refusals[preemptor] = why
+}
+
+// Refusal returns why the latest eviction for the gang was refused, if one
+// was since it last reached its minimum.
+func (s *Store) Refusal(gang string) string { return s.refusals[gang] }
+
+// ForgetRefusal drops the gang's refusal: it was placed, or is gone.
+func (s *Store) ForgetRefusal(gang string) { delete(s.refusals, gang) }
 
 // SetPlanHolds replaces every preemptor's holds by those of the latest
 // plan, by gang key: a gang no longer waiting for victims holds nothing for
@@ -181,7 +201,8 @@ func (s *Store) running(g *gangInfo, v *gangView, order []string) (core.Running,
 			start = t.Unix()
 		}
 		r.Members = append(r.Members, core.Placed{Name: p.pod.Name, Node: n, Request: p.req, Start: start,
-			Terminating: p.pod.DeletionTimestamp != nil || s.evicting[p.pod.UID]})
+			Terminating: p.pod.DeletionTimestamp != nil || s.evicting[p.pod.UID],
+			Unevictable: s.refused[p.pod.UID] > s.now().Unix()})
 	}
 	sort.Slice(r.Members, func(i, j int) bool { return r.Members[i].Name < r.Members[j].Name })
 	return r, len(r.Members) > 0
@@ -247,7 +268,8 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 		default:
 			s.metrics.Evictions.WithLabelValues(kind, "error").Inc()
 			klog.FromContext(ctx).Error(err, "Eviction refused; the victim is chosen afresh in a later cycle", "pod", klog.KObj(pod), "preemptor", e.Preemptor)
-			s.send(ctx, func() { s.store.UnmarkEvicting(pod.UID) })
+			why := fmt.Sprintf("the eviction of %s/%s was refused (%v); it is tried again after %v", pod.Namespace, pod.Name, err, evictionRetry)
+			s.send(ctx, func() { s.store.EvictionRefused(pod.UID, e.Preemptor, why) })
 			return
 		}
 		s.metrics.Evictions.WithLabelValues(kind, "ok").Inc()

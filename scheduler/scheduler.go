@@ -280,6 +280,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	}
 	s.carryOut(ctx, plan, views, start.Unix())
 	for _, key := range diag.Scheduled {
+		s.store.ForgetRefusal(key)
 		delete(s.verdicts, key)
 		if v := views[key]; v != nil {
 			s.scheduledEvent(v)
@@ -292,6 +293,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 			continue
 		}
 		verd := verdictOf(v, st, start.Unix())
+		if why := s.store.Refusal(st.Gang); why != "" && st.Reason == core.ReasonUnschedulable {
+			verd.message += "; " + why
+		}
 		byReason[verd.reason]++
 		if old, ok := s.verdicts[st.Gang]; !ok || old != verd {
 			s.unschedulableEvent(v, verd, start.Unix())
@@ -301,6 +305,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	for key := range s.verdicts {
 		if views[key] == nil {
 			delete(s.verdicts, key) // the gang is gone
+			s.store.ForgetRefusal(key)
 		}
 	}
 	s.metrics.PendingGangs.Reset()

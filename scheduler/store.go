@@ -58,6 +58,8 @@ type Store struct {
 	// gang key; holdFailed is how long, in seconds, the room of a member
 	// lost while its gang ran is kept for its replacement (0: not at all).
 	evicting   map[types.UID]bool
+	refused    map[types.UID]int64 // until when a refused victim is left alone
+	refusals   map[string]string   // preemptor gang -> why its latest eviction was refused
 	holds      map[string][]heldRoom
 	holdFailed int64
 	// now is the clock of the times the store observes (a pod bound,
@@ -118,6 +120,8 @@ func NewStore(schedulerNames []string) *Store {
 		priorities:  map[string]int32{},
 		history:     map[string]*runTimes{},
 		evicting:    map[types.UID]bool{},
+		refused:     map[types.UID]int64{},
+		refusals:    map[string]string{},
 		holds:       map[string][]heldRoom{},
 
 		gpuModelLabel: DefaultGPUModelLabel,
@@ -242,6 +246,7 @@ func (s *Store) DeletePod(uid types.UID) {
 		s.lostMember(p, p.node)
 	}
 	delete(s.evicting, uid)
+	delete(s.refused, uid)
 }
 
 func (s *Store) leaveGang(p *podInfo, uid types.UID) {

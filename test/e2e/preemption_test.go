@@ -11,9 +11,11 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // priorityClass creates a PriorityClass named after the test's namespace
@@ -204,4 +206,48 @@ func (e *env) podOn(pod, node string) check {
 		}
 		return nil
 	}
+}
+
+// TestEvictionRefused: a PodDisruptionBudget protects gang low, so the
+// Eviction API refuses to evict it for gang high. Nothing is deleted, low
+// keeps running and high waits, saying why; the scheduler asks again only
+// after a pause (10 s), and once the budget is gone the eviction goes
+// through and high runs.
+func TestEvictionRefused(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("pdb", 1).GPUs(4))
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1})
+	lowPC, highPC := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	preemptingScheduler(t)
+
+	low := e.create(gang("low").Members(1).GPUs(4).Queue(queue).PriorityClass(lowPC).RunFor("120s"))
+	e.eventually(30*time.Second, "low runs", e.running(low))
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "low"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{labelJob: "low"}}}}
+	if _, err := kube.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The disruption controller is not running here: say, as it would, that
+	// no disruption is allowed.
+	pdb, err := kube.PolicyV1().PodDisruptionBudgets(e.ns).Get(e.ctx, "low", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
+	if _, err := kube.PolicyV1().PodDisruptionBudgets(e.ns).UpdateStatus(e.ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	high := e.create(gang("high").Members(1).GPUs(4).Queue(queue).PriorityClass(highPC).RunFor("5s"))
+	e.eventually(30*time.Second, "high says why its victim stays",
+		e.podGroupCondition("high", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "the eviction of "+e.ns+"/low-worker-0 was refused", "disruption budget"))
+	e.consistently(4*time.Second, "the budget to keep low running and high waiting", all(e.running(low), e.noneBound(high)))
+
+	if err := kube.PolicyV1().PodDisruptionBudgets(e.ns).Delete(e.ctx, "low", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(30*time.Second, "low is evicted once the budget is gone", e.gone(low))
+	e.eventually(30*time.Second, "high runs", e.started(high))
 }
