@@ -208,8 +208,14 @@ func (c *cycle) runFairShare() {
 		qs := h[0]
 		g := qs.gangs[qs.next]
 		qs.next++
-		if c.tryGang(g, qs) {
+		switch {
+		case qs.blockedBy != nil && g.Bound < g.MinMember:
+			c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
+				Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
+		case c.tryGang(g, qs):
 			qs.updateShare()
+		case qs.q.StrictOrder:
+			qs.blockedBy = g
 		}
 		if qs.next == len(qs.gangs) {
 			heap.Pop(&h)

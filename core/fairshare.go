@@ -31,6 +31,8 @@ type queueState struct {
 	deserved  Vector
 	gangs     []*Gang
 	next      int // index of the next gang to visit
+	// blockedBy, in a StrictOrder queue, is the gang that did not fit.
+	blockedBy *Gang
 	share     float64
 	heapIndex int
 }

@@ -114,6 +114,11 @@ type Queue struct {
 	// NoReclaim keeps other queues from reclaiming what this queue's gangs
 	// hold, even beyond its deserved share (preempt.go).
 	NoReclaim bool
+	// StrictOrder runs the queue's gangs strictly by priority then arrival:
+	// the first that does not fit blocks the later ones, and nodes are
+	// reserved for it at once, without waiting for the reservation
+	// threshold (reserve.go).
+	StrictOrder bool
 }
 
 // Member is one pod of a gang that is waiting for a node.

@@ -84,6 +84,9 @@ type GangStatus struct {
 	domains   *outsideDomains
 	text      string
 	blockedBy string
+	// strictQueue names the StrictOrder queue a blocked gang waits in; empty
+	// under the StrictFIFO ordering.
+	strictQueue string
 	// resvNodes, when > 0, is how many nodes are reserved for the gang,
 	// from which it is expected to start at resvStart; now is the cycle's
 	// time, for the message.
@@ -120,6 +123,9 @@ func (s GangStatus) message() string {
 			return s.domains.describe(s.names)
 		}
 	case ReasonBlocked:
+		if s.strictQueue != "" {
+			return fmt.Sprintf("waiting behind gang %s, which does not fit: queue %s runs its gangs in strict order", s.blockedBy, s.strictQueue)
+		}
 		return fmt.Sprintf("waiting behind gang %s, which does not fit (strict FIFO)", s.blockedBy)
 	default:
 		return s.text

@@ -11,7 +11,8 @@ import (
 // When Config.ReserveAfter (or the queue's own ReserveAfter) is set, each
 // FairShare cycle first picks the waiting gang that deserves a reservation:
 // among the gangs that have waited at least that long and are not yet
-// placed, the first by priority then arrival. It then finds the earliest time
+// placed, and the heads of StrictOrder queues whatever their wait, the
+// first by priority then arrival. It then finds the earliest time
 // T at which the gang's minimum fits, counting on the running members'
 // releases (Snapshot.Releases) in order of their expected end, and where it
 // would be placed at T. The nodes of that placement are reserved for the
@@ -52,13 +53,25 @@ func (c *cycle) reserve() {
 	if c.cfg.Ordering != FairShare {
 		return
 	}
+	// The heads of StrictOrder queues: their first unsatisfied gangs.
+	heads := map[string]*Gang{}
+	for _, g := range c.snap.Gangs {
+		if g == nil || g.Bound >= g.MinMember {
+			continue
+		}
+		if qs := c.queues[g.Queue]; qs != nil && qs.q.StrictOrder {
+			if h := heads[g.Queue]; h == nil || gangBefore(g, h) {
+				heads[g.Queue] = g
+			}
+		}
+	}
 	var cand *Gang
 	for _, g := range c.snap.Gangs {
 		if g == nil || g.Bound >= g.MinMember {
 			continue
 		}
 		after := c.reserveAfter(g)
-		if after <= 0 || c.now-g.Arrival < after {
+		if heads[g.Queue] != g && (after <= 0 || c.now-g.Arrival < after) {
 			continue
 		}
 		if _, bad := validate(g, c.cfg.Topology); bad {

@@ -141,3 +141,28 @@ func pendingStatus(d Diagnostics, gang string) GangStatus {
 	}
 	return GangStatus{}
 }
+
+// In a StrictOrder queue the first gang that does not fit blocks the later
+// ones and gets nodes reserved at once; other queues go on.
+func TestStrictOrderQueue(t *testing.T) {
+	strict := MakeQueue("strict")
+	strict.q.StrictOrder = true
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(4), MakeNode("b").GPUs(8).UsedGPUs(4)).
+		Queues(strict, MakeQueue("other")).Gangs(
+		MakeGang("head").Queue("strict").Members(1, GPUs(8)).Arrival(90),
+		MakeGang("next").Queue("strict").Members(1, GPUs(2)).Arrival(95),
+		MakeGang("elsewhere").Queue("other").Members(1, GPUs(2)).Arrival(96),
+	).Obj()
+	s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 4}, At: 500}, {Node: 1, Amount: Vector{Pods: 1, gpuDim: 4}, At: 900}}
+	plan, diag := runAt(t, s, Config{}, 100) // no ReserveAfter: the head reserves all the same
+	got := pendingOf(diag)
+	if st := got["next"]; st.Reason != ReasonBlocked || !strings.Contains(st.Message, "waiting behind gang head, which does not fit: queue strict runs its gangs in strict order") {
+		t.Errorf("next: %v", st)
+	}
+	if _, start, ok := pendingStatus(diag, "head").Reservation(); !ok || start != 500 {
+		t.Errorf("head: reservation from %d (%v), want 500", start, ok)
+	}
+	if diff := cmp.Diff(map[string][]string{"elsewhere": {"b"}}, nodesOf(plan)); diff != "" {
+		t.Errorf("placed (-want +got):\n%s", diff)
+	}
+}

@@ -262,7 +262,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		guarantee, _ := s.res.vector(q.Spec.Guarantee)
 		cq := core.Queue{Name: name, Weight: int64(max(q.Spec.Weight, 1)),
 			Capability: capability, Guarantee: guarantee, Allocated: allocated[name], Closed: q.Spec.State == v1alpha1.QueueClosed,
-			NoReclaim: q.Spec.Reclaimable != nil && !*q.Spec.Reclaimable}
+			NoReclaim: q.Spec.Reclaimable != nil && !*q.Spec.Reclaimable, StrictOrder: q.Spec.StrictOrder}
 		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 {
 			cq.ReserveAfter = int64(*r)
 		}
@@ -275,13 +275,13 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 
 // reservations reports whether a cycle may reserve nodes, and so needs the
 // releases of running members: the scheduler reserves, or a Queue sets its
-// own threshold.
+// own threshold or runs in strict order.
 func (s *Store) reservations() bool {
 	if s.reserving {
 		return true
 	}
 	for _, q := range s.queues {
-		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 {
+		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 || q.Spec.StrictOrder {
 			return true
 		}
 	}

@@ -192,7 +192,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 		}
 		s.queueIx[q.Name] = len(s.snap.Queues)
 		s.snap.Queues = append(s.snap.Queues, core.Queue{
-			Name: q.Name, Weight: q.Weight, Capability: capability, Guarantee: guarantee, NoReclaim: q.NoReclaim,
+			Name: q.Name, Weight: q.Weight, Capability: capability, Guarantee: guarantee, NoReclaim: q.NoReclaim, StrictOrder: q.StrictOrder,
 		})
 	}
 	seen := make(map[string]bool, len(w.Jobs))

@@ -21,6 +21,7 @@ package workload
 //	  capability: {nvidia.com/gpu: 8}
 //	  guarantee: {nvidia.com/gpu: 2}
 //	  reclaimable: false            # optional, default true: other queues never reclaim from it
+//	  strictOrder: true             # optional: jobs run strictly in order; the head gets nodes reserved at once
 //	jobs:
 //	- name: job1
 //	  queue: default                # optional, default "default"
@@ -309,7 +310,7 @@ func (p *scenarioReader) addTotal(total, amounts map[string]int64, n int64, at *
 func (p *scenarioReader) queues(n *yaml.Node) ([]Queue, error) {
 	var queues []Queue
 	err := p.items(n, "queue", func(n *yaml.Node) (string, error) {
-		m, err := p.mapping(n, "queue", "name", "weight", "capability", "guarantee", "reclaimable")
+		m, err := p.mapping(n, "queue", "name", "weight", "capability", "guarantee", "reclaimable", "strictOrder")
 		if err != nil {
 			return "", err
 		}
@@ -338,6 +339,11 @@ func (p *scenarioReader) queues(n *yaml.Node) ([]Queue, error) {
 				return "", err
 			}
 			q.NoReclaim = !reclaimable
+		}
+		if v := m["strictOrder"]; v != nil {
+			if q.StrictOrder, err = p.boolean(v, "strictOrder"); err != nil {
+				return "", err
+			}
 		}
 		queues = append(queues, q)
 		return q.Name, nil

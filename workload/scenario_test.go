@@ -231,6 +231,7 @@ var badScenarios = []struct{ name, in, want string }{
 	{"rack label without size", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  rackLabel: r\n", `s.yaml:4: node pool "p" has a rackLabel but no rackSize`},
 	{"empty rack label", "nodePools:\n- name: p\n  resources: {cpu: 1}\n  rackSize: 2\n  rackLabel: \"\"\n", "s.yaml:5: rackLabel is empty"},
 	{"reclaimable not bool", "queues: [{name: q, reclaimable: no-thanks}]\n", `s.yaml:1: reclaimable must be true or false, got "no-thanks"`},
+	{"strictOrder not bool", "queues: [{name: q, strictOrder: maybe}]\n", `s.yaml:1: strictOrder must be true or false, got "maybe"`},
 	{"empty gpu model", "nodePools: [{name: p, gpuModel: \"\", resources: {cpu: 1}}]\n", `s.yaml:1: gpuModel "" is not a label value`},
 	{"gpu model twice", "nodePools: [{name: p, gpuModel: A100, labels: {nvidia.com/gpu.product: V100}, resources: {cpu: 1}}]\n", `node pool "p" sets label "nvidia.com/gpu.product" both in labels and as its gpuModel`},
 	{"gpu model conflict", "jobs: [{name: j, gpuModel: A100, duration: 1, tasks: [{role: w, nodeSelector: {nvidia.com/gpu.product: V100}}]}]\n", `job "j" wants gpuModel "A100" but its task "w" selects nvidia.com/gpu.product=V100`},

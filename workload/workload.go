@@ -85,6 +85,9 @@ type Queue struct {
 	// NoReclaim keeps other queues from reclaiming what this queue's jobs
 	// hold (scenario field reclaimable: false).
 	NoReclaim bool
+	// StrictOrder runs the queue's jobs strictly in order (scenario field
+	// strictOrder: true).
+	StrictOrder bool
 }
 
 // Job is one gang: its tasks' replicas are its members.

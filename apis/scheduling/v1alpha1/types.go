@@ -191,6 +191,12 @@ type QueueSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	Reclaimable *bool `json:"reclaimable,omitempty"`
+	// StrictOrder runs the queue's gangs strictly by priority then
+	// creation: the first that does not fit blocks the later ones, and the
+	// scheduler reserves nodes for it at once, without waiting for
+	// reserveAfterSeconds.
+	// +optional
+	StrictOrder bool `json:"strictOrder,omitempty"`
 }
 
 // QueueStatus is what the queue holds and waits for.
