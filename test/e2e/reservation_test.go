@@ -105,3 +105,29 @@ func (e *env) nodesOf(ctx context.Context, j *job) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// TestStrictOrderQueue: in a queue with strictOrder, the head gang (a whole
+// 4-GPU node, while each of the 2 nodes runs a 3-GPU job) blocks the queue's
+// next gang, which would fit, and has a node reserved at once, though the
+// queue sets no reserveAfterSeconds and the scheduler no --reserve-after.
+// When a node frees, the head runs, then the next.
+func TestStrictOrderQueue(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("strict", 2).GPUs(4))
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1, StrictOrder: true})
+	startScheduler(t)
+
+	// 3 + 3 GPUs cannot share a 4-GPU node: one job on each.
+	a := e.create(gang("a").Members(1).GPUs(3).Queue(queue).Estimate(8).RunFor("6s"))
+	b := e.create(gang("b").Members(1).GPUs(3).Queue(queue).Estimate(8).RunFor("6s"))
+	e.eventually(30*time.Second, "a and b run", all(e.running(a), e.running(b)))
+	head := e.create(gang("head").Members(1).GPUs(4).Queue(queue).RunFor("3s"))
+	next := e.create(gang("next").Members(1).GPUs(1).Queue(queue).RunFor("2s"))
+	e.eventually(30*time.Second, "head has a node reserved at once",
+		e.podGroupCondition("head", v1alpha1.PodGroupReserved, metav1.ConditionTrue, "1 node(s) reserved"))
+	e.eventually(10*time.Second, "next says it waits behind head",
+		e.podGroupCondition("next", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "waiting behind gang", "strict order"))
+	e.whileRunning(a, "next to wait behind head while a runs", e.noneBound(next))
+	e.eventually(30*time.Second, "head runs once a node is free", e.started(head))
+	e.eventually(30*time.Second, "next runs", e.started(next))
+}
