@@ -77,8 +77,8 @@ type failHold struct {
 type gangOptions struct {
 	reserve bool // the core reserves: keep Snapshot.Releases
 	preempt bool // the core preempts: keep Snapshot.Running, apply evictions
-	// ignoreTopology drops the jobs' required topology levels (a policy
-	// that does not know them).
+	// ignoreTopology drops the jobs' required topology levels and the
+	// queues' strict order (a policy that does not know them).
 	ignoreTopology bool
 	// holdFailed is how long a failed member's resources are held for its
 	// replacement, in seconds; 0: not at all.
