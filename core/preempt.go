@@ -16,12 +16,14 @@ import (
 //
 //   - A victim is a unit: a running gang whole, or one member above its
 //     MinMember (an elastic member). A running gang is never left with fewer
-//     than MinMember members.
+//     than MinMember members. An Unevictable member is never a victim, nor
+//     is its gang whole.
 //   - Preemption: a unit of the preemptor's own queue whose gang has a lower
 //     priority; an elastic member also when the priority is equal, since one
 //     gang's minimum matters more than another's extras.
 //   - Reclaim: a unit of another queue that holds more than its deserved
-//     share (fairshare.go) by at least the unit, while the preemptor's
+//     share (fairshare.go), and still at least that share without the unit
+//     in the resources where it is over, while the preemptor's
 //     queue stays within its own once the preemptor runs; never from a
 //     queue marked NoReclaim. A queue only ever gives up what it holds
 //     beyond its share: reclaim never takes it below, so the shares that
