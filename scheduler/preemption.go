@@ -186,7 +186,7 @@ func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
 
 // running returns g's members that hold nodes, for the core's choice of
 // victims; bind in flight are left out (they cannot be evicted yet).
-func (s *Store) running(g *gangInfo, v *gangView, order []string) (core.Running, bool) {
+func (s *Store) running(g *gangInfo, v *gangView, order []string, now int64) (core.Running, bool) {
 	r := core.Running{Gang: g.key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember, Arrival: v.arrival}
 	for _, p := range g.members {
 		if !p.holds() || p.assumed {
@@ -202,7 +202,7 @@ func (s *Store) running(g *gangInfo, v *gangView, order []string) (core.Running,
 		}
 		r.Members = append(r.Members, core.Placed{Name: p.pod.Name, Node: n, Request: p.req, Start: start,
 			Terminating: p.pod.DeletionTimestamp != nil || s.evicting[p.pod.UID],
-			Unevictable: s.refused[p.pod.UID] > s.now().Unix()})
+			Unevictable: s.refused[p.pod.UID] > now})
 	}
 	sort.Slice(r.Members, func(i, j int) bool { return r.Members[i].Name < r.Members[j].Name })
 	return r, len(r.Members) > 0

@@ -168,6 +168,7 @@ func queueAnnotation(p *corev1.Pod) string {
 // the gangs it contains, keyed by gang key.
 func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	snap := &core.Snapshot{}
+	now := s.now().Unix()
 	order := s.sortedNodes()
 	snap.Nodes = make([]core.Node, 0, len(order))
 	for _, name := range order {
@@ -189,7 +190,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 			snap.Releases = s.releases(snap.Releases, g, v.estimate, order)
 		}
 		if s.preempting && v.bound > 0 {
-			if r, ok := s.running(g, v, order); ok {
+			if r, ok := s.running(g, v, order, now); ok {
 				snap.Running = append(snap.Running, r)
 			}
 		}
@@ -220,7 +221,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		snap.Gangs = append(snap.Gangs, cg)
 	}
 	slices.SortFunc(snap.Running, func(a, b core.Running) int { return cmp.Compare(a.Gang, b.Gang) })
-	snap.Holds = s.snapshotHolds(order, s.now().Unix())
+	snap.Holds = s.snapshotHolds(order, now)
 	for _, v := range completed {
 		s.recordCompletion(v.info, v.queue)
 	}
