@@ -264,10 +264,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		c.pending(g, ReasonQueueClosed, need, fmt.Sprintf("queue %s is closed", qs.q.Name))
 		return false
 	}
-	var want Vector
-	for i := 0; i < need; i++ {
-		want = want.Add(podRequest(&g.Pending[i]))
-	}
+	_, want := minimumOf(g)
 	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
 		name := c.snap.Resources.Name(d)
 		if want[d] > qs.q.Capability[d] {
@@ -348,10 +345,23 @@ func (c *cycle) placeElastic() {
 }
 
 // podRequest is a member's request with the pod slot it takes.
-func podRequest(m *Member) Vector {
-	r := m.Request
+func podRequest(m *Member) Vector { return withPod(m.Request) }
+
+// withPod is a request with the pod slot it takes.
+func withPod(r Vector) Vector {
 	r[Pods] = 1
 	return r
+}
+
+// minimumOf returns the pending members g still needs to reach MinMember
+// and their total request, pod slots included. g must be valid (validate).
+func minimumOf(g *Gang) ([]Member, Vector) {
+	members := g.Pending[:g.MinMember-g.Bound]
+	var want Vector
+	for i := range members {
+		want = want.Add(podRequest(&members[i]))
+	}
+	return members, want
 }
 
 // exceeds reports the first dimension where v is over limit.

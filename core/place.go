@@ -113,14 +113,11 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 	for d := range short {
 		short[d] = max(short[d], 0)
 	}
-	for i := len(t.placed) - 1; i >= 0; i-- {
-		c.x.give(t.placed[i].node, t.placed[i].req)
-	}
+	c.rollback(t)
 	if fit > 0 && sc == nil {
 		// The member failed while the gang's own placements held resources;
 		// remember its shape only if it finds no node without them either.
 		m := &members[firstFail]
-		t.reset()
 		c.findNode(m, podRequest(m), nil, 0, nil)
 	}
 	return GangStatus{Gang: g.ID, Reason: ReasonUnschedulable, Fit: fit, Need: len(members),

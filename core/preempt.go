@@ -61,7 +61,6 @@ type unit struct {
 	members []int // indexes into run.Members
 	whole   bool
 	lost    int64
-	started int64  // when its latest member started
 	amount  Vector // requests of members, pod slots included
 	taken   bool
 	id      int // position in preemption.units
@@ -185,16 +184,9 @@ func (c *cycle) newUnit(r *Running, qs *queueState, members []int, whole bool, g
 			w = m.Request[gpu]
 		}
 		u.lost += max(c.now-m.Start, 0) * w
-		u.started = max(u.started, m.Start)
 		u.amount = u.amount.Add(withPod(m.Request))
 	}
 	return u
-}
-
-// withPod is a request with the pod slot it takes.
-func withPod(r Vector) Vector {
-	r[Pods] = 1
-	return r
 }
 
 // dealAll computes every queue's deserved share over the whole cluster,
@@ -245,12 +237,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	if g.NoPreempt {
 		return
 	}
-	need := g.MinMember - g.Bound
-	members := g.Pending[:need]
-	var want Vector
-	for i := range members {
-		want = want.Add(podRequest(&members[i]))
-	}
+	members, want := minimumOf(g)
 	sig, uniform := signatureOf(members, g.RequiredLevel)
 	key := preemptKey{sig: sig, queue: qs, priority: g.Priority}
 	if uniform && p.failed[key] {

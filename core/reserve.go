@@ -81,10 +81,7 @@ func (c *cycle) reserve() {
 		if qs == nil || qs.q.Closed {
 			continue
 		}
-		var want Vector
-		for i := 0; i < g.MinMember-g.Bound; i++ {
-			want = want.Add(podRequest(&g.Pending[i]))
-		}
+		_, want := minimumOf(g)
 		if _, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
 			continue // its queue would not let it run: reserving would only idle nodes
 		}
@@ -159,13 +156,9 @@ func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]placement, []Node, boo
 	fc := &cycle{cfg: c.cfg, snap: future, now: c.now,
 		x:     newFreeIndex(nodes, c.x.gpu),
 		unfit: make(map[shapeKey]*nodeReport), failedGangs: make(map[gangSignature]GangStatus)}
-	need := g.MinMember - g.Bound
-	var want Vector
-	for i := 0; i < need; i++ {
-		want = want.Add(podRequest(&g.Pending[i]))
-	}
+	members, want := minimumOf(g)
 	t := &txn{}
-	if _, ok := fc.placeMinimum(g, g.Pending[:need], want, t); !ok {
+	if _, ok := fc.placeMinimum(g, members, want, t); !ok {
 		return nil, nil, false
 	}
 	return slices.Clone(t.placed), nodes, true

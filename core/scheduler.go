@@ -86,9 +86,3 @@ func New(cfg Config) (*Scheduler, error) {
 	cfg.Topology = append([]string(nil), cfg.Topology...) // the caller may reuse its slice
 	return &Scheduler{cfg: cfg}, nil
 }
-
-// Reserves reports whether the scheduler reserves for every queue
-// (Config.ReserveAfter), and so reads Snapshot.Releases. A queue's own
-// ReserveAfter turns reservations on for its gangs even when this is false,
-// under FairShare.
-func (s *Scheduler) Reserves() bool { return s.cfg.ReserveAfter > 0 && s.cfg.Ordering == FairShare }
