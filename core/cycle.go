@@ -31,7 +31,9 @@ import (
 // Holds (hold.go) are taken out of the free index before step 1 and opened
 // only for the gang that holds them.
 // Resources only ever get scarcer within steps 2 to 4 (evictions are
-// planned, not applied; a hold opened for its gang is a view keyed apart), so
+// planned, not applied; a hold opened for its gang is a view keyed apart,
+// and the memos below are forgotten when a placed gang frees what it left
+// of its holds), so
 // a member shape that found no node stays unplaceable for the rest of them;
 // the cycle remembers such shapes and fails them at once. Step 5 gives room
 // back in trials and forgets them before each.

@@ -12,7 +12,9 @@ package core
 //
 // A shape of member that found no node while some gang's holds were open may
 // fit when they are closed, and the reverse; the cycle's memo of unplaceable
-// shapes is therefore keyed on the holder too (shapeKey.holder).
+// shapes is therefore keyed on the holder too (shapeKey.holder). Room a
+// placed gang leaves of its holds is freed for the rest of the cycle, so the
+// memos are forgotten then.
 
 type holdState uint8
 
@@ -75,11 +77,13 @@ func (c *cycle) closeHolds(placed bool) {
 	if c.holder == nil {
 		return
 	}
+	released := false
 	for _, h := range c.holds[c.holder.ID] {
 		switch {
 		case h.state != holdOpen:
 		case placed:
 			h.state = holdReleased
+			released = true
 		default:
 			h.applied = clip(h.applied, c.x.free[h.node])
 			c.x.take(h.node, h.applied)
@@ -87,6 +91,12 @@ func (c *cycle) closeHolds(placed bool) {
 		}
 	}
 	c.holder = nil
+	if released {
+		// What the gang left of its holds is free to all now: shapes that
+		// found no node may fit.
+		clear(c.unfit)
+		clear(c.failedGangs)
+	}
 }
 
 // reapplyHolds clips every applied hold afresh to what is free now; the
