@@ -53,10 +53,14 @@ func (c *cycle) reserve() {
 	if c.cfg.Ordering != FairShare {
 		return
 	}
-	// The heads of StrictOrder queues: their first unsatisfied gangs.
+	// The heads of StrictOrder queues: their first unsatisfied gangs among
+	// those the cycle admits (an invalid gang blocks nothing).
 	heads := map[string]*Gang{}
 	for _, g := range c.snap.Gangs {
 		if g == nil || g.Bound >= g.MinMember {
+			continue
+		}
+		if _, bad := validate(g, c.cfg.Topology); bad {
 			continue
 		}
 		if qs := c.queues[g.Queue]; qs != nil && qs.q.StrictOrder {

@@ -149,6 +149,7 @@ func TestStrictOrderQueue(t *testing.T) {
 	strict.q.StrictOrder = true
 	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(4), MakeNode("b").GPUs(8).UsedGPUs(4)).
 		Queues(strict, MakeQueue("other")).Gangs(
+		MakeGang("broken").Queue("strict").Members(1, GPUs(1)).Arrival(1).Invalid("bad spec"), // blocks nothing
 		MakeGang("head").Queue("strict").Members(1, GPUs(8)).Arrival(90),
 		MakeGang("next").Queue("strict").Members(1, GPUs(2)).Arrival(95),
 		MakeGang("elsewhere").Queue("other").Members(1, GPUs(2)).Arrival(96),
