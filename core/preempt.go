@@ -36,7 +36,8 @@ import (
 //     elastic members before whole gangs, then name. The cycle finds the
 //     shortest prefix of that ranking after whose eviction the preemptor's
 //     minimum is placed, by binary search on trial placements, then drops
-//     from the set, most expensive first, every unit it can do without.
+//     from the set, most expensive first, every unit it can do without
+//     (trying at most the 32 most expensive).
 //   - Nothing is evicted unless the trial placement succeeded: the preemptor
 //     is known to fit once its victims are gone. Its placement is held for
 //     it (Plan.Holds) while they terminate, and what the victims still use
@@ -57,6 +58,7 @@ import (
 // unit is one candidate victim.
 type unit struct {
 	run     *Running
+	ri      int // index of run in Snapshot.Running
 	qs      *queueState
 	members []int // indexes into run.Members
 	whole   bool
@@ -64,6 +66,8 @@ type unit struct {
 	amount  Vector // requests of members, pod slots included
 	taken   bool
 	id      int // position in preemption.units
+	// siblings are the units of the same running gang, u included.
+	siblings []*unit
 }
 
 // stuckGang is a gang whose minimum found no room in the cycle; status
@@ -85,8 +89,11 @@ type preemption struct {
 	units []*unit
 	// freed[r][m] is the unit whose trial freed member m of running gang r,
 	// -1 if none; evicted members are marked with -2.
-	freed  [][]int
-	runIdx map[*Running]int
+	freed [][]int
+	// listed[ri][mi] == gen marks the members of the units eligible
+	// listed in its current call.
+	listed [][]uint32
+	gen    uint32
 	failed map[preemptKey]bool
 	// terminating counts members being evicted by earlier cycles.
 	terminating int
@@ -101,13 +108,13 @@ func (c *cycle) preempt() {
 	if !c.cfg.Preemption || c.cfg.Ordering != FairShare || len(c.stuck) == 0 || len(c.snap.Running) == 0 {
 		return
 	}
-	p := &preemption{runIdx: make(map[*Running]int, len(c.snap.Running)), failed: make(map[preemptKey]bool)}
+	p := &preemption{failed: make(map[preemptKey]bool)}
 	c.dealAll()
 	c.unfit = make(map[shapeKey]*nodeReport) // room is given back below: forget what found none
 	gpu := c.x.gpu
 	for ri := range c.snap.Running {
 		r := &c.snap.Running[ri]
-		p.runIdx[r] = ri
+		p.listed = append(p.listed, make([]uint32, len(r.Members)))
 		freed := make([]int, len(r.Members))
 		p.freed = append(p.freed, freed)
 		var alive, pinned []int
@@ -141,12 +148,17 @@ func (c *cycle) preempt() {
 		// Elastic members, latest started first: they lose the least.
 		// Unevictable members stay, and count toward the minimum.
 		slices.SortStableFunc(alive, func(a, b int) int { return cmp.Compare(r.Members[b].Start, r.Members[a].Start) })
+		var siblings []*unit
 		for k := 0; k < min(len(alive), len(alive)+len(pinned)-r.MinMember); k++ {
-			p.units = append(p.units, c.newUnit(r, qs, alive[k:k+1], false, gpu))
+			siblings = append(siblings, c.newUnit(r, ri, qs, alive[k:k+1], false, gpu))
 		}
 		if len(pinned) == 0 {
-			p.units = append(p.units, c.newUnit(r, qs, alive, true, gpu))
+			siblings = append(siblings, c.newUnit(r, ri, qs, alive, true, gpu))
 		}
+		for _, u := range siblings {
+			u.siblings = siblings
+		}
+		p.units = append(p.units, siblings...)
 	}
 	c.reapplyHolds()
 	slices.SortStableFunc(p.units, func(a, b *unit) int {
@@ -175,8 +187,8 @@ func (c *cycle) preempt() {
 	}
 }
 
-func (c *cycle) newUnit(r *Running, qs *queueState, members []int, whole bool, gpu int) *unit {
-	u := &unit{run: r, qs: qs, members: slices.Clone(members), whole: whole}
+func (c *cycle) newUnit(r *Running, ri int, qs *queueState, members []int, whole bool, gpu int) *unit {
+	u := &unit{run: r, ri: ri, qs: qs, members: slices.Clone(members), whole: whole}
 	for _, mi := range members {
 		m := &r.Members[mi]
 		w := int64(1)
@@ -259,7 +271,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 			return
 		}
 	}
-	cands := c.eligible(p, g, qs, want)
+	cands, held := c.eligible(p, g, qs, want)
 	if len(cands) == 0 {
 		if uniform {
 			p.failed[key] = true
@@ -267,11 +279,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		return
 	}
 	// Not enough room in total even with every candidate gone: no trial.
-	room := c.x.total
-	for _, u := range cands {
-		room = room.Add(u.amount)
-	}
-	if !want.Fits(room) {
+	if !want.Fits(c.x.total.Add(held)) {
 		if uniform {
 			p.failed[key] = true
 		}
@@ -340,18 +348,38 @@ func (c *cycle) trial(g *Gang, members []Member, want Vector, t *txn) bool {
 	return ok
 }
 
-// eligible lists, cheapest first, the units g may evict.
-func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []*unit {
+// eligible lists, cheapest first, the units g may evict, and what they hold
+// together (a member in several listed units counted once).
+func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
 	reclaims := c.now-g.Arrival >= c.cfg.ReclaimAfter && !overused(qs.allocated.Add(want), qs.deserved)
 	var left map[*queueState]Vector // what victim queues hold once the listed units are gone
 	var out []*unit
+	var total Vector
+	p.gen++
+	// adds is what u holds beyond the members already listed.
+	adds := func(u *unit) Vector {
+		var v Vector
+		for _, mi := range u.members {
+			if p.listed[u.ri][mi] != p.gen {
+				v = v.Add(withPod(u.run.Members[mi].Request))
+			}
+		}
+		return v
+	}
+	list := func(u *unit, add Vector) {
+		for _, mi := range u.members {
+			p.listed[u.ri][mi] = p.gen
+		}
+		total = total.Add(add)
+		out = append(out, u)
+	}
 	for _, u := range p.units {
 		if u.taken || u.run.Gang == g.ID || !c.relevant(u, g) {
 			continue
 		}
 		if u.qs == qs {
 			if u.run.Priority < g.Priority || !u.whole && u.run.Priority == g.Priority {
-				out = append(out, u)
+				list(u, adds(u))
 			}
 			continue
 		}
@@ -365,13 +393,14 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) []
 		if !seen {
 			held = u.qs.allocated
 		}
-		if !overused(held, u.qs.deserved) || below(held.Sub(u.amount), u.qs.deserved, held) {
+		add := adds(u)
+		if !overused(held, u.qs.deserved) || below(held.Sub(add), u.qs.deserved, held) {
 			continue
 		}
-		left[u.qs] = held.Sub(u.amount)
-		out = append(out, u)
+		left[u.qs] = held.Sub(add)
+		list(u, add)
 	}
-	return out
+	return out, total
 }
 
 // relevant reports whether some member of u runs on a node the first
@@ -389,7 +418,7 @@ func (c *cycle) relevant(u *unit, g *Gang) bool {
 // freeUnit gives the room of u's members not already freed back to the
 // index.
 func (c *cycle) freeUnit(p *preemption, u *unit) {
-	freed := p.freed[p.runIdx[u.run]]
+	freed := p.freed[u.ri]
 	for _, mi := range u.members {
 		if freed[mi] == notFreed {
 			m := &u.run.Members[mi]
@@ -401,7 +430,7 @@ func (c *cycle) freeUnit(p *preemption, u *unit) {
 
 // unfreeUnit takes back what freeUnit(u) gave.
 func (c *cycle) unfreeUnit(p *preemption, u *unit) {
-	freed := p.freed[p.runIdx[u.run]]
+	freed := p.freed[u.ri]
 	for _, mi := range u.members {
 		if freed[mi] == u.id {
 			m := &u.run.Members[mi]
@@ -419,7 +448,7 @@ func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victim
 	var gangs []string
 	var queues []string
 	for _, u := range victims {
-		freed := p.freed[p.runIdx[u.run]]
+		freed := p.freed[u.ri]
 		var amount Vector
 		for _, mi := range u.members {
 			if freed[mi] == evicted {
@@ -441,9 +470,8 @@ func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victim
 		}
 		// A whole gang spends all its units; an elastic member, its own,
 		// and the gang's whole unit no longer counts it.
-		for _, o := range p.units {
+		for _, o := range u.siblings {
 			switch {
-			case o.run != u.run:
 			case u.whole || o == u:
 				o.taken = true
 			case o.whole:
