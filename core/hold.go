@@ -83,7 +83,11 @@ func (c *cycle) closeHolds(placed bool) {
 		case h.state != holdOpen:
 		case placed:
 			h.state = holdReleased
-			released = true
+			// Room left on the node may be what the hold kept. Memos are
+			// only ever too cautious, so a hold without accelerators, or a
+			// node left with none, need not clear them.
+			g := c.x.gpu
+			released = released || g < 0 || h.applied[g] > 0 && c.x.free[h.node][g] > 0
 		default:
 			h.applied = clip(h.applied, c.x.free[h.node])
 			c.x.take(h.node, h.applied)
