@@ -30,6 +30,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/phalanx-sched/phalanx/core"
@@ -367,7 +368,7 @@ func (g *gangPolicy) evict(evictions []core.Eviction) error {
 		}
 		s.evict(victim, m, verb+" by "+ev.Preemptor)
 		s.evictedMembers++
-		if !containsJob(g.victims, victim) {
+		if !slices.Contains(g.victims, victim) {
 			g.victims = append(g.victims, victim)
 		}
 	}
@@ -382,15 +383,6 @@ func (g *gangPolicy) evict(evictions []core.Eviction) error {
 	}
 	clear(g.victims)
 	return nil
-}
-
-func containsJob(jobs []*job, j *job) bool {
-	for _, x := range jobs {
-		if x == j {
-			return true
-		}
-	}
-	return false
 }
 
 // keepHolds checks the plan's holds and keeps them, each gang's replacing

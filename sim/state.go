@@ -138,7 +138,6 @@ type state struct {
 
 	gen              uint64
 	running, held    int64
-	clusterGPUs      int64
 	lastCompletion   int64
 	completed        int
 	timers           timerHeap
@@ -269,9 +268,6 @@ func (s *state) joinPool(p *workload.NodePool) error {
 		s.snap.Nodes = append(s.snap.Nodes, core.Node{
 			Name: name, Allocatable: alloc, Labels: labels, Taints: p.Taints,
 		})
-		if s.gpu >= 0 {
-			s.clusterGPUs += alloc[s.gpu]
-		}
 	}
 	s.gen++
 	return nil

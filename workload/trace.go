@@ -209,12 +209,9 @@ func traceJob(rec []string, col map[string]int, k int64) (Job, error) {
 	if gpus < 1 {
 		return Job{}, fmt.Errorf("num_gpus is %d, a job needs at least 1", gpus)
 	}
-	tasks := splitPods(gpus, k)
-	members := 0
-	for _, t := range tasks {
-		members += t.Replicas
-	}
-	return Job{ID: id, Queue: queue, Submit: submit, Duration: duration, MinMember: members, Tasks: tasks}, nil
+	j := Job{ID: id, Queue: queue, Submit: submit, Duration: duration, Tasks: splitPods(gpus, k)}
+	j.MinMember = j.Members()
+	return j, nil
 }
 
 // traceInt parses the named column as an integer in [0, limit].
