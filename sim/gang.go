@@ -110,6 +110,11 @@ type gangPolicy struct {
 }
 
 func newGangPolicy(s *state, sched cycler, opt gangOptions) *gangPolicy {
+	if opt.ignoreTopology {
+		for i := range s.snap.Queues {
+			s.snap.Queues[i].StrictOrder = false
+		}
+	}
 	return &gangPolicy{s: s, sched: sched, opt: opt, byID: make(map[string]*gangEntry)}
 }
 

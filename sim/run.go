@@ -149,13 +149,6 @@ func run(w *workload.Workload, name string, sched cycler, gopt gangOptions, opt 
 	}
 	var p policy
 	if sched != nil {
-		if gopt.ignoreTopology {
-			// A policy that knows no topology knows no strict-order
-			// queues either.
-			for i := range s.snap.Queues {
-				s.snap.Queues[i].StrictOrder = false
-			}
-		}
 		p = newGangPolicy(s, sched, gopt)
 	} else {
 		p = newPodByPod(s)
