@@ -60,9 +60,7 @@ func (s *Store) lostMember(p *podInfo, node string) {
 	if v.bound+1 < v.minMember {
 		return // the gang was not running whole: nothing to keep running
 	}
-	amount := p.req
-	amount[core.Pods] = 1
-	s.holds[p.gang] = append(s.holds[p.gang], heldRoom{node: node, amount: amount,
+	s.holds[p.gang] = append(s.holds[p.gang], heldRoom{node: node, amount: p.slot(),
 		until: s.now().Unix() + s.holdFailed, failed: true})
 }
 
@@ -100,13 +98,7 @@ func (s *Store) SetPlanHolds(byGang map[string][]heldRoom) {
 		}
 	}
 	for gang, hs := range s.holds {
-		kept := hs[:0]
-		for _, h := range hs {
-			if h.failed {
-				kept = append(kept, h)
-			}
-		}
-		kept = append(kept, byGang[gang]...)
+		kept := append(failedOnly(hs), byGang[gang]...)
 		if len(kept) == 0 {
 			delete(s.holds, gang)
 		} else {
@@ -124,13 +116,7 @@ func (s *Store) Placed(gang string, boundOn []string, satisfied bool) {
 		return
 	}
 	if satisfied {
-		kept := hs[:0]
-		for _, h := range hs {
-			if h.failed {
-				kept = append(kept, h)
-			}
-		}
-		hs = kept
+		hs = failedOnly(hs)
 	}
 	for _, node := range boundOn {
 		i := -1
@@ -196,11 +182,7 @@ func (s *Store) running(g *gangInfo, v *gangView, order []string, now int64) (co
 		if n == len(order) || order[n] != p.node {
 			continue
 		}
-		start := p.boundAt
-		if t := p.pod.Status.StartTime; t != nil {
-			start = t.Unix()
-		}
-		r.Members = append(r.Members, core.Placed{Name: p.pod.Name, Node: n, Request: p.req, Start: start,
+		r.Members = append(r.Members, core.Placed{Name: p.pod.Name, Node: n, Request: p.req, Start: p.started(),
 			Terminating: p.pod.DeletionTimestamp != nil || s.evicting[p.pod.UID],
 			Unevictable: s.refused[p.pod.UID] > now})
 	}
@@ -281,4 +263,15 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 			s.recorder.Event(pod, corev1.EventTypeNormal, "Preempted", why)
 		}
 	})
+}
+
+// failedOnly keeps, in place, the holds for failed members' replacements.
+func failedOnly(hs []heldRoom) []heldRoom {
+	kept := hs[:0]
+	for _, h := range hs {
+		if h.failed {
+			kept = append(kept, h)
+		}
+	}
+	return kept
 }

@@ -72,9 +72,7 @@ func (s *Store) view(g *gangInfo) *gangView {
 			v.nPending++
 		}
 		if p.holds() {
-			r := p.req
-			r[core.Pods] = 1
-			v.allocated = v.allocated.Add(r)
+			v.allocated = v.allocated.Add(p.slot())
 		}
 		switch {
 		case p.node != "" && p.pod.Status.Phase != corev1.PodFailed:
@@ -304,16 +302,11 @@ func (s *Store) releases(dst []core.Release, g *gangInfo, estimate int64, order 
 		if n == len(order) || order[n] != p.node {
 			continue // bound to a node the store does not know
 		}
-		start := p.boundAt
-		if t := p.pod.Status.StartTime; t != nil {
-			start = t.Unix()
-		}
+		start := p.started()
 		if start == 0 {
 			continue
 		}
-		amount := p.req
-		amount[core.Pods] = 1
-		dst = append(dst, core.Release{Node: n, Amount: amount, At: start + estimate})
+		dst = append(dst, core.Release{Node: n, Amount: p.slot(), At: start + estimate})
 	}
 	return dst
 }

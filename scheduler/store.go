@@ -93,6 +93,22 @@ type podInfo struct {
 // holds reports whether the pod counts against its node's resources.
 func (p *podInfo) holds() bool { return p.node != "" && !p.terminal }
 
+// slot is what the pod takes on its node: its request and a pod slot.
+func (p *podInfo) slot() core.Vector {
+	r := p.req
+	r[core.Pods] = 1
+	return r
+}
+
+// started is when the pod started running (its startTime), else when it
+// was bound; 0 if neither is known.
+func (p *podInfo) started() int64 {
+	if t := p.pod.Status.StartTime; t != nil {
+		return t.Unix()
+	}
+	return p.boundAt
+}
+
 type gangInfo struct {
 	key        string
 	namespace  string
@@ -265,8 +281,7 @@ func (s *Store) account(p *podInfo, sign int64) {
 	if !p.holds() {
 		return
 	}
-	r := p.req
-	r[core.Pods] = 1
+	r := p.slot()
 	n := s.nodes[p.node]
 	if n == nil {
 		used := s.offNodes[p.node]
