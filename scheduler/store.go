@@ -69,8 +69,6 @@ type Store struct {
 
 type nodeInfo struct {
 	node core.Node
-	// problem is set when the node's allocatable could not be read fully.
-	problem string
 }
 
 type podInfo struct {
@@ -158,7 +156,9 @@ func (s *Store) SetNode(n *corev1.Node) {
 		s.nodes[n.Name] = info
 		s.nodesDirty = true
 	}
-	alloc, problem := s.res.vector(n.Status.Allocatable)
+	// A resource beyond what a Vector can hold is left out of the node's
+	// allocatable: pods that request it say so themselves (podInfo.problem).
+	alloc, _ := s.res.vector(n.Status.Allocatable)
 	labels := make(map[string]string, len(n.Labels)+1)
 	for k, v := range n.Labels {
 		labels[k] = v
@@ -173,7 +173,6 @@ func (s *Store) SetNode(n *corev1.Node) {
 	used := info.node.Used
 	info.node = core.Node{Name: n.Name, Allocatable: alloc, Used: used, Labels: labels, Taints: taints,
 		Unschedulable: n.Spec.Unschedulable || !nodeReady(n)}
-	info.problem = problem
 }
 
 func nodeReady(n *corev1.Node) bool {
