@@ -113,7 +113,7 @@ func podSpecs(w *workload.Workload, at int64) ([]podSpec, map[string]int) {
 		}
 		for _, t := range j.Tasks {
 			for r := 0; r < t.Replicas; r++ {
-				pods = append(pods, podSpec{fmt.Sprintf("%s-%s-%d", j.ID, t.Role, r), j.ID, t.Requests[workload.GPU]})
+				pods = append(pods, podSpec{workload.MemberName(j.ID, t.Role, r), j.ID, t.Requests[workload.GPU]})
 			}
 		}
 		members[j.ID] = j.Members()

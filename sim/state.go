@@ -303,7 +303,7 @@ func (s *state) materialise(j *job) {
 		}
 		for r := 0; r < task.Replicas; r++ {
 			j.members = append(j.members, member{
-				name: fmt.Sprintf("%s-%s-%d", j.spec.ID, task.Role, r),
+				name: workload.MemberName(j.spec.ID, task.Role, r),
 				req:  req, gpus: gpus, cons: cons, node: -1, start: -1, createdAt: -1,
 			})
 		}

@@ -140,6 +140,10 @@ type Task struct {
 	Tolerations  []core.Toleration
 }
 
+// MemberName is the name of replica r of a job's task role: the pod name
+// the simulator and its reports use.
+func MemberName(job, role string, r int) string { return fmt.Sprintf("%s-%s-%d", job, role, r) }
+
 // Members returns the number of members of the job (sum of replicas).
 func (j *Job) Members() int {
 	n := 0
