@@ -34,10 +34,6 @@ import (
 	"github.com/phalanx-sched/phalanx/workload"
 )
 
-// defaultMaxPods is the pod capacity of a node whose pool does not say,
-// kubelet's default --max-pods.
-const defaultMaxPods = 110
-
 // memberState is where a member is in its life.
 type memberState uint8
 
@@ -248,7 +244,7 @@ func (s *state) joinPool(p *workload.NodePool) error {
 		return fmt.Errorf("sim: pool %q: %w", p.Name, err)
 	}
 	if _, ok := p.Allocatable["pods"]; !ok {
-		alloc[core.Pods] = defaultMaxPods
+		alloc[core.Pods] = workload.DefaultPods
 	}
 	labels := p.Labels
 	for i := 0; i < p.Count; i++ {

@@ -69,8 +69,9 @@ import (
 // scenario that declares none.
 const DefaultQueue = "default"
 
-// defaultPods is the pod capacity of a node whose resources do not say.
-const defaultPods = 110
+// DefaultPods is the pod capacity of a node whose resources do not say,
+// as Kubernetes' default maxPods.
+const DefaultPods = 110
 
 // ReadScenarioFile reads the YAML scenario at path (see ReadScenario).
 // Errors name the path as given; the workload is named after the file's base
@@ -223,7 +224,7 @@ func (p *scenarioReader) pools(n *yaml.Node) ([]NodePool, error) {
 			return "", err
 		}
 		if _, ok := pool.Allocatable["pods"]; !ok {
-			pool.Allocatable["pods"] = defaultPods
+			pool.Allocatable["pods"] = DefaultPods
 		}
 		if total, err = p.addTotal(total, pool.Allocatable, int64(pool.Count), m["resources"], "the cluster"); err != nil {
 			return "", err

@@ -39,7 +39,6 @@ const (
 	tracePoolName     = "trace"
 	traceTaskRole     = "worker"
 	traceRestRole     = "remainder"
-	tracePodsPerNode  = 110
 	maxGPUsPerNode    = 1024
 )
 
@@ -113,7 +112,7 @@ func ReadTrace(r io.Reader, name string, opt TraceOptions) (*Workload, error) {
 				GPU:      k,
 				"cpu":    max(64, 8*k) * 1000,
 				"memory": max(512<<30, 64<<30*k),
-				"pods":   tracePodsPerNode,
+				"pods":   DefaultPods,
 			},
 		}},
 	}
