@@ -78,6 +78,25 @@ type Options struct {
 	Dynamic dynamic.Interface
 }
 
+// Validate reports the first option that is out of range, named as the
+// flag of phalanx scheduler that sets it.
+func (o *Options) Validate() error {
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"--reserve-after", o.ReserveAfter},
+		{"--preemption-grace-period", o.PreemptionGracePeriod},
+		{"--hold-failed-member", o.HoldFailedMember},
+		{"--reclaim-after", o.ReclaimAfter},
+	} {
+		if d.value < 0 {
+			return fmt.Errorf("%s %v is negative", d.flag, d.value)
+		}
+	}
+	return nil
+}
+
 func (o *Options) defaults() {
 	if len(o.SchedulerNames) == 0 {
 		o.SchedulerNames = []string{"phalanx"}
@@ -127,16 +146,12 @@ type Scheduler struct {
 // New builds a scheduler. Nothing runs until Run.
 func New(opts Options, kube kubernetes.Interface, client versioned.Interface, metrics *Metrics, recorder record.EventRecorder) (*Scheduler, error) {
 	opts.defaults()
-	if opts.ReserveAfter < 0 {
-		return nil, fmt.Errorf("scheduler: reserve-after %v is negative", opts.ReserveAfter)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	reserveAfter := int64(opts.ReserveAfter / time.Second)
 	if opts.ReserveAfter%time.Second != 0 {
 		reserveAfter++
-	}
-	if opts.PreemptionGracePeriod < 0 || opts.HoldFailedMember < 0 || opts.ReclaimAfter < 0 {
-		return nil, fmt.Errorf("scheduler: preemption grace period %v, hold for failed members %v and reclaim-after %v must not be negative",
-			opts.PreemptionGracePeriod, opts.HoldFailedMember, opts.ReclaimAfter)
 	}
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
 		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly})

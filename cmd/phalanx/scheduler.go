@@ -158,13 +158,10 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "phalanx scheduler: --gpu-model-label %q is not a label key: %s\n", f.gpuModelLabel, strings.Join(errs, "; "))
 		return 2
 	}
-	if f.reserveAfter < 0 {
-		fmt.Fprintf(stderr, "phalanx scheduler: --reserve-after %v is negative\n", f.reserveAfter)
-		return 2
-	}
-	if f.preemptionGrace < 0 || f.holdFailed < 0 || f.reclaimAfter < 0 {
-		fmt.Fprintf(stderr, "phalanx scheduler: --preemption-grace-period %v, --hold-failed-member %v and --reclaim-after %v must not be negative\n",
-			f.preemptionGrace, f.holdFailed, f.reclaimAfter)
+	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter}
+	if err := opts.Validate(); err != nil {
+		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
