@@ -10,9 +10,10 @@ import (
 //
 //  1. Index the nodes by free accelerators (index.go) and give every queue
 //     its deserved share (fairshare.go). With Config.ReserveAfter, reserve
-//     nodes for the gang that has waited too long (reserve.go).
+//     nodes for the gangs that have waited too long (reserve.go).
 //  2. Visit gangs in policy order: under FairShare, pop the queue with the
-//     lowest share and take its next gang by priority then arrival; under
+//     lowest share and take its next gang by priority then arrival (or
+//     estimate then arrival, with Config.ShortestFirst); under
 //     StrictFIFO, take gangs by arrival across the cluster and stop at the
 //     first that does not fit.
 //  3. Place each gang's minimum in one transaction (place.go): every member
@@ -45,7 +46,6 @@ func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 	c := newCycle(s, snap)
 	c.now = now
 	c.applyHolds()
-	c.reserve()
 	switch s.cfg.Ordering {
 	case StrictFIFO:
 		c.runStrictFIFO()
@@ -75,10 +75,10 @@ type cycle struct {
 	scratch   txn
 	candBuf   []int32
 	now       int64
-	// resv is the cycle's reservation (reserve.go); open says whether the
-	// gang being placed may use the reserved nodes.
-	resv *reservation
-	open bool
+	// resvs are the cycle's reservations (reserve.go); bit i of open says
+	// whether the gang being placed may use the nodes of resvs[i].
+	resvs []*reservation
+	open  uint64
 	// holds in force, by gang ID, and the gang whose holds are open now
 	// (hold.go).
 	holds     map[string][]*held
@@ -192,7 +192,11 @@ func (c *cycle) runFairShare() {
 		if len(qs.gangs) == 0 {
 			continue
 		}
-		sortGangs(qs.gangs, gangBefore)
+		if c.cfg.ShortestFirst && !qs.q.StrictOrder {
+			sortGangs(qs.gangs, shorterBefore)
+		} else {
+			sortGangs(qs.gangs, gangBefore)
+		}
 		qs.demand = qs.allocated
 		for _, g := range qs.gangs {
 			for i := range g.Pending {
@@ -205,6 +209,7 @@ func (c *cycle) runFairShare() {
 	for _, qs := range h {
 		qs.updateShare()
 	}
+	c.reserve()
 	heap.Init(&h)
 	for h.Len() > 0 {
 		qs := h[0]
@@ -282,27 +287,24 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	}
 	c.open = c.openFor(g)
 	c.openHolds(g)
-	defer func() { c.open = false }()
+	defer func() { c.open = 0 }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
 	sig.shape.open, sig.shape.holder = c.open, c.holder
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
 			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
-			c.diag.Pending = append(c.diag.Pending, st)
+			c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 			c.closeHolds(false)
 			return false
 		}
 	}
 	t := &c.scratch
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok {
-		if c.resv != nil && c.resv.gang == g {
-			st.resvNodes, st.resvStart, st.now = c.resv.count, c.resv.start, c.now
-		}
 		if st.Reason == ReasonUnschedulable {
 			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
 		}
-		c.diag.Pending = append(c.diag.Pending, st)
+		c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 		if uniform {
 			c.failedGangs[sig] = st
 		}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"container/heap"
+	"math"
 	"sort"
 )
 
@@ -145,6 +146,34 @@ func gangBefore(a, b *Gang) bool {
 		return a.Priority > b.Priority
 	}
 	return arrivedBefore(a, b)
+}
+
+// shorterBefore is the order of gangs within a queue under
+// Config.ShortestFirst: higher priority first, then gangs that hold members
+// but not their minimum (those members idle until the rest come), then
+// shorter estimate (none counting as the longest), then earlier arrival,
+// then ID.
+func shorterBefore(a, b *Gang) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if pa, pb := partial(a), partial(b); pa != pb {
+		return pa
+	}
+	if ea, eb := estimateOrMax(a), estimateOrMax(b); ea != eb {
+		return ea < eb
+	}
+	return arrivedBefore(a, b)
+}
+
+// partial reports whether g holds members but fewer than its minimum.
+func partial(g *Gang) bool { return g.Bound > 0 && g.Bound < g.MinMember }
+
+func estimateOrMax(g *Gang) int64 {
+	if g.Estimate > 0 {
+		return g.Estimate
+	}
+	return math.MaxInt64
 }
 
 func arrivedBefore(a, b *Gang) bool {

@@ -173,6 +173,8 @@ type Release struct {
 	// At is when the member is expected to finish; 0 means unknown, and such
 	// a release is never counted on.
 	At int64
+	// Queue is the queue of the member's gang.
+	Queue string
 }
 
 // Running is a gang with members holding nodes: the victims preemption and

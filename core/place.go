@@ -25,7 +25,7 @@ type shapeKey struct {
 	req Vector
 	c   *Constraints
 	// open: the member may use reserved nodes (reserve.go).
-	open bool
+	open uint64
 	// holder: the gang whose holds are open to the member (hold.go).
 	holder *Gang
 }

@@ -258,7 +258,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	c.open = c.openFor(g)
 	c.openHolds(g)
 	defer func() {
-		c.open = false
+		c.open = 0
 		c.closeHolds(false)
 	}()
 	t := &c.scratch

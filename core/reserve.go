@@ -9,26 +9,38 @@ import (
 // of small ones.
 //
 // When Config.ReserveAfter (or the queue's own ReserveAfter) is set, each
-// FairShare cycle first picks the waiting gang that deserves a reservation:
-// among the gangs that have waited at least that long and are not yet
-// placed, and the heads of StrictOrder queues whatever their wait, the
-// first by priority then arrival. It then finds the earliest time
-// T at which the gang's minimum fits, counting on the running members'
-// releases (Snapshot.Releases) in order of their expected end, and where it
-// would be placed at T. The nodes of that placement are reserved for the
-// cycle: the gang itself may use them, and so may a gang with an estimate
-// that ends by T (backfill); no other gang may. A gang without an estimate
-// never runs on reserved nodes, so it can never delay the reservation.
-// Members whose end is unknown are never counted on: if the gang cannot fit
-// without them, nothing is reserved.
+// FairShare cycle, once the queues' shares are known, picks the waiting gangs
+// that deserve a reservation: among the gangs that have waited at least that
+// long and are not yet placed, and the heads of StrictOrder queues whatever
+// their wait, the first Config.Reservations by priority then arrival. For
+// each, it finds the earliest time T at which the gang's minimum fits,
+// counting on the running members' releases (Snapshot.Releases) in order of
+// their expected end, and where it would be placed at T. The nodes of that
+// placement are reserved for the cycle: the gang itself may use them, and so
+// may a gang with an estimate that ends by T (backfill); no other gang may.
+// A gang without an estimate never runs on reserved nodes, so it can never
+// delay a reservation. Members whose end is unknown are never counted on: if
+// the gang cannot fit without them, nothing is reserved for it.
 //
-// The reservation is computed afresh every cycle from the snapshot, so it
-// follows what actually happens: a job that ends early brings T forward, one
+// Each later reservation is computed as if the earlier ones' gangs held
+// their room from now until T plus their estimate (for ever without one), so
+// two reservations never count on the same room at the same time: this is
+// what lets the second gang in line gather nodes while the first waits,
+// rather than after it has started.
+//
+// A gang whose queue holds more than its deserved share counts only on the
+// releases of its own queue: it waits for its queue's own members to end,
+// and the room other queues free stays theirs. Without this rule a queue
+// that runs many small gangs beyond its share would also make the other
+// queues drain nodes for its big one.
+//
+// Reservations are computed afresh every cycle from the snapshot, so they
+// follow what actually happens: a job that ends early brings T forward, one
 // that overruns its estimate pushes it back. Only what the gang needs on a
 // reserved node is off limits: a gang that runs past T may still take the
 // node's spare room, what the node will have at T beyond the gang's needs.
 
-// reservation is the cycle's reservation, if any.
+// reservation is one of the cycle's reservations.
 type reservation struct {
 	gang  *Gang
 	start int64
@@ -47,8 +59,11 @@ func (c *cycle) reserveAfter(g *Gang) int64 {
 	return c.cfg.ReserveAfter
 }
 
-// reserve picks the gang that deserves a reservation and reserves the nodes
-// it will get as they free up.
+// reserveTries bounds how many candidates reserve tries per reservation.
+const reserveTries = 4
+
+// reserve picks the gangs that deserve a reservation and reserves the nodes
+// each will get as they free up. It runs once the queues' shares are known.
 func (c *cycle) reserve() {
 	if c.cfg.Ordering != FairShare {
 		return
@@ -69,7 +84,7 @@ func (c *cycle) reserve() {
 			}
 		}
 	}
-	var cand *Gang
+	var cands []*Gang
 	for _, g := range c.snap.Gangs {
 		if g == nil || g.Bound >= g.MinMember {
 			continue
@@ -89,13 +104,20 @@ func (c *cycle) reserve() {
 		if _, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
 			continue // its queue would not let it run: reserving would only idle nodes
 		}
-		if cand == nil || gangBefore(g, cand) {
-			cand = g
-		}
+		cands = append(cands, g)
 	}
-	if cand == nil {
+	if len(cands) == 0 {
 		return
 	}
+	slices.SortStableFunc(cands, func(a, b *Gang) int {
+		if gangBefore(a, b) {
+			return -1
+		}
+		if gangBefore(b, a) {
+			return 1
+		}
+		return 0
+	})
 	releases := make([]Release, 0, len(c.snap.Releases))
 	for _, r := range c.snap.Releases {
 		if r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
@@ -103,16 +125,57 @@ func (c *cycle) reserve() {
 		}
 	}
 	slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
+	limit := max(c.cfg.Reservations, 1)
+	var taken []placement // what earlier reservations will hold
+	var own []Release
+	// A gang that fits at no foreseeable time is passed over for the next,
+	// but the tries are bounded: each costs a placement over the cluster.
+	for i, cand := range cands {
+		if len(c.resvs) == limit || i == reserveTries*limit {
+			break
+		}
+		rel := releases
+		if c.queues[cand.Queue].share > 1 {
+			// A queue over its deserved share counts only on what it holds
+			// itself: its gang waits for its own members to end, and never
+			// keeps other queues from the room they free.
+			own = own[:0]
+			for _, r := range releases {
+				if r.Queue == cand.Queue {
+					own = append(own, r)
+				}
+			}
+			rel = own
+		}
+		res, placed := c.reserveFor(cand, rel, taken)
+		if res == nil {
+			continue
+		}
+		c.resvs = append(c.resvs, res)
+		taken = append(taken, placed...)
+		if cand.Estimate > 0 {
+			for _, p := range placed {
+				releases = append(releases, Release{Node: p.node, Amount: p.req, At: res.start + cand.Estimate, Queue: cand.Queue})
+			}
+			slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
+		}
+	}
+}
+
+// reserveFor finds the earliest time at which g's minimum fits, once the
+// first of releases happened and with what taken lists held, and reserves
+// the nodes of that placement; nil if it never fits.
+func (c *cycle) reserveFor(g *Gang, releases []Release, taken []placement) (*reservation, []placement) {
 	// The smallest k such that the gang fits once the first k releases
 	// happened; fitting is monotone in k.
-	placed, future, fits := c.fitsAfter(cand, releases)
+	placed, future, fits := c.fitsAfter(g, releases, taken)
 	if !fits {
-		return
+		return nil, nil
 	}
 	k := len(releases)
 	for lo, hi := 0, len(releases); lo < hi; {
 		mid := (lo + hi) / 2
-		if p, f, fits := c.fitsAfter(cand, releases[:mid]); fits {
+		if p, f, fits := c.fitsAfter(g, releases[:mid], taken); fits {
 			hi, k, placed, future = mid, mid, p, f
 		} else {
 			lo = mid + 1
@@ -122,7 +185,7 @@ func (c *cycle) reserve() {
 	if k > 0 {
 		start = max(start, releases[k-1].At)
 	}
-	res := &reservation{gang: cand, start: start, nodes: make([]bool, len(c.snap.Nodes)),
+	res := &reservation{gang: g, start: start, nodes: make([]bool, len(c.snap.Nodes)),
 		spare: make([]Vector, len(c.snap.Nodes))}
 	for _, p := range placed {
 		if !res.nodes[p.node] {
@@ -137,14 +200,17 @@ func (c *cycle) reserve() {
 			res.spare[n][d] = max(v, 0)
 		}
 	}
-	c.resv = res
+	return res, placed
 }
 
 // fitsAfter reports whether g's minimum fits once releases happened, and
 // where, by placing it in a cycle of its own over that future state, which
 // it returns too.
-func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]placement, []Node, bool) {
+func (c *cycle) fitsAfter(g *Gang, releases []Release, taken []placement) ([]placement, []Node, bool) {
 	nodes := slices.Clone(c.snap.Nodes)
+	for _, p := range taken {
+		nodes[p.node].Used = nodes[p.node].Used.Add(p.req)
+	}
 	for _, r := range releases {
 		nodes[r.Node].Used = nodes[r.Node].Used.Sub(r.Amount)
 	}
@@ -174,31 +240,69 @@ func (c *cycle) fitsAfter(g *Gang, releases []Release) ([]placement, []Node, boo
 // may use more than the node's spare room, what the node has beyond the
 // reservation's needs at its start.
 func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
-	if c.resv == nil || c.open || !c.resv.nodes[n] {
-		return true
-	}
-	if t != nil {
-		for _, p := range t.placed {
-			if p.node == n {
-				r = r.Add(p.req)
+	added := false
+	for i, rv := range c.resvs {
+		if c.open&(1<<i) != 0 || !rv.nodes[n] {
+			continue
+		}
+		if t != nil && !added {
+			added = true
+			for _, p := range t.placed {
+				if p.node == n {
+					r = r.Add(p.req)
+				}
 			}
 		}
+		if !r.Fits(rv.spare[n]) {
+			return false
+		}
 	}
-	return r.Fits(c.resv.spare[n])
+	return true
 }
 
-// spend records that a gang that may not use reserved room placed r on n.
+// spend records that the gang being placed put r on n: it comes out of the
+// spare room of the reservations it may not use.
 func (c *cycle) spend(n int, r Vector) {
-	if c.resv != nil && !c.open && c.resv.nodes[n] {
-		c.resv.spare[n] = c.resv.spare[n].Sub(r)
+	for i, rv := range c.resvs {
+		if c.open&(1<<i) == 0 && rv.nodes[n] {
+			rv.spare[n] = rv.spare[n].Sub(r)
+		}
 	}
 }
 
-// openFor reports whether g may use the reserved nodes: it is the reserved
-// gang, or it is expected to end before the reservation starts.
-func (c *cycle) openFor(g *Gang) bool {
-	if c.resv == nil {
-		return true
+// openFor returns the reservations g may use beyond their spare room, one
+// bit each: those of g itself and the later ones, which were computed
+// around g's, and those that start after g is expected to end.
+func (c *cycle) openFor(g *Gang) uint64 {
+	var open uint64
+	for i, rv := range c.resvs {
+		if g == rv.gang {
+			return open | ^uint64(0)<<i
+		}
+		if g.Estimate > 0 && c.now+g.Estimate <= rv.start {
+			open |= 1 << i
+		}
 	}
-	return g == c.resv.gang || (g.Estimate > 0 && c.now+g.Estimate <= c.resv.start)
+	return open
+}
+
+// withReservation returns st saying when g is expected to start, if it holds
+// a reservation, and nothing of one otherwise (st may come from another
+// gang of the same shape).
+func (c *cycle) withReservation(g *Gang, st GangStatus) GangStatus {
+	st.resvNodes, st.resvStart, st.now = 0, 0, 0
+	if rv := c.reservationOf(g); rv != nil {
+		st.resvNodes, st.resvStart, st.now = rv.count, rv.start, c.now
+	}
+	return st
+}
+
+// reservationOf returns g's reservation, or nil.
+func (c *cycle) reservationOf(g *Gang) *reservation {
+	for _, rv := range c.resvs {
+		if rv.gang == g {
+			return rv
+		}
+	}
+	return nil
 }

@@ -167,3 +167,160 @@ func TestStrictOrderQueue(t *testing.T) {
 		t.Errorf("placed (-want +got):\n%s", diff)
 	}
 }
+
+// Two 8-GPU nodes, each half used: node a frees its 4 GPUs at t=1000, node
+// b at t=2000. Gangs first and second (one 8-GPU member each) have waited
+// past the threshold; filler (4 GPUs) has not. first will hold node a from
+// 1000 to 6000, so second's earliest start is on node b at 2000.
+func twoReservationSnapshot(fillerEstimate int64) *Snapshot {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(4), MakeNode("b").GPUs(8).UsedGPUs(4)).Gangs(
+		MakeGang("first").Members(1, GPUs(8)).Arrival(0).Estimate(5000),
+		MakeGang("second").Members(1, GPUs(8)).Arrival(1).Estimate(500),
+		MakeGang("filler").Members(1, GPUs(4)).Arrival(90).Estimate(fillerEstimate),
+	).Obj()
+	s.Releases = []Release{
+		{Node: 0, Amount: Vector{Pods: 1, gpuDim: 4}, At: 1000},
+		{Node: 1, Amount: Vector{Pods: 1, gpuDim: 4}, At: 2000},
+	}
+	return s
+}
+
+func TestSeveralReservations(t *testing.T) {
+	cases := []struct {
+		name           string
+		reservations   int
+		fillerEstimate int64
+		want           []string
+		second         string // what second's status says
+	}{
+		// One reservation: first gets node a at 1000; filler, which would
+		// run past it, takes node b, and second waits for it.
+		{"one", 1, 5000, []string{"filler"}, ""},
+		// Two: second gets node b at 2000 as well, so the long filler has
+		// nowhere to go.
+		{"two", 2, 5000, nil, "1 node(s) reserved for it; expected to start in 31m40s"},
+		// A filler that ends by 1000 may use either.
+		{"two, short filler", 2, 900, []string{"filler"}, "1 node(s) reserved for it"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, diag := runAt(t, twoReservationSnapshot(tc.fillerEstimate), Config{ReserveAfter: 50, Reservations: tc.reservations}, 100)
+			if diff := cmp.Diff(tc.want, keys(placed(plan))); diff != "" {
+				t.Errorf("placed (-want +got):\n%s", diff)
+			}
+			got := pendingOf(diag)
+			if msg := got["first"].Message; !strings.Contains(msg, "1 node(s) reserved for it; expected to start in 15m0s") {
+				t.Errorf("first: %q does not give its reservation", msg)
+			}
+			msg := got["second"].Message
+			if tc.second == "" && strings.Contains(msg, "reserved for it") || !strings.Contains(msg, tc.second) {
+				t.Errorf("second: %q, want it to say %q", msg, tc.second)
+			}
+		})
+	}
+}
+
+// A reservation is computed around the earlier ones: the gang holding the
+// first may still use the room the second counted it would take.
+func TestLaterReservationLeavesEarlierGangItsRoom(t *testing.T) {
+	// One 8-GPU node, free. a and b (4 GPUs each, waited past the
+	// threshold) both fit now; b is shorter, so it is placed first.
+	s := MakeSnapshot().Nodes(MakeNode("n").GPUs(8)).Gangs(
+		MakeGang("a").Members(1, GPUs(4)).Arrival(0).Estimate(3600),
+		MakeGang("b").Members(1, GPUs(4)).Arrival(1).Estimate(600),
+	).Obj()
+	plan, _ := runAt(t, s, Config{ReserveAfter: 50, Reservations: 2, ShortestFirst: true}, 100)
+	if diff := cmp.Diff([]string{"a", "b"}, keys(placed(plan))); diff != "" {
+		t.Errorf("placed (-want +got):\n%s", diff)
+	}
+}
+
+// A queue over its deserved share counts only on its own members' releases:
+// its gang does not make other queues drain their nodes for it.
+func TestOverShareQueueReservesFromItsOwn(t *testing.T) {
+	// Three 4-GPU nodes. Queue a holds nodes a0 (until 3000) and a1 (until
+	// 1000); queue b holds node b0 (until 500) and waits with a long gang.
+	// a's big gang (2 x 4 GPUs) has waited past the threshold.
+	snap := func(weightA int64) *Snapshot {
+		s := MakeSnapshot().
+			Nodes(MakeNode("a0").GPUs(4).UsedGPUs(4), MakeNode("a1").GPUs(4).UsedGPUs(4), MakeNode("b0").GPUs(4).UsedGPUs(4)).
+			Queues(MakeQueue("a").Weight(weightA).AllocatedGPUs(8), MakeQueue("b").AllocatedGPUs(4)).
+			Gangs(
+				MakeGang("big").Queue("a").Members(2, GPUs(4)).Arrival(0).Estimate(600),
+				MakeGang("next").Queue("b").Members(1, GPUs(4)).Arrival(50).Estimate(9000),
+			).Obj()
+		s.Releases = []Release{
+			{Node: 0, Amount: Vector{Pods: 1, gpuDim: 4}, At: 3000, Queue: "a"},
+			{Node: 1, Amount: Vector{Pods: 1, gpuDim: 4}, At: 1000, Queue: "a"},
+			{Node: 2, Amount: Vector{Pods: 1, gpuDim: 4}, At: 500, Queue: "b"},
+		}
+		return s
+	}
+	cases := []struct {
+		name    string
+		weightA int64
+		want    string
+	}{
+		// Equal weights: a deserves 6 GPUs and holds 8. big waits for a's
+		// own nodes, the later at 3000.
+		{"over its share", 1, "2 node(s) reserved for it; expected to start in 48m20s"},
+		// a weighs 3: it deserves 9 and holds 8. big counts on b0's release
+		// too and starts at 1000.
+		{"within its share", 3, "2 node(s) reserved for it; expected to start in 15m0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diag := runAt(t, snap(tc.weightA), Config{ReserveAfter: 60}, 100)
+			if msg := pendingOf(diag)["big"].Message; !strings.Contains(msg, tc.want) {
+				t.Errorf("big: %q, want it to say %q", msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestShortestFirst(t *testing.T) {
+	// One 4-GPU node: room for one of the gangs, all 4 GPUs, one queue.
+	gangs := func() []*gangBuilder {
+		return []*gangBuilder{
+			MakeGang("long").Members(1, GPUs(4)).Arrival(0).Estimate(3600),
+			MakeGang("none").Members(1, GPUs(4)).Arrival(1),
+			MakeGang("short").Members(1, GPUs(4)).Arrival(2).Estimate(600),
+		}
+	}
+	cases := []struct {
+		name     string
+		shortest bool
+		drop     string // a gang left out
+		strict   bool
+		partial  bool // "none" holds one of two members
+		want     string
+	}{
+		{"by arrival", false, "", false, false, "long"},
+		{"shortest first", true, "", false, false, "short"},
+		{"an estimate before none", true, "short", false, false, "long"},
+		{"strict-order queue keeps arrival", true, "", true, false, "long"},
+		{"a partly bound gang first", true, "", false, true, "none"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var gs []*gangBuilder
+			for _, g := range gangs() {
+				switch {
+				case g.g.ID == tc.drop:
+					continue
+				case g.g.ID == "none" && tc.partial:
+					g = MakeGang("none").Members(2, GPUs(4)).Bound(1).Min(2).Arrival(1)
+					g.g.Pending = g.g.Pending[:1]
+				}
+				gs = append(gs, g)
+			}
+			q := MakeQueue("default")
+			q.q.StrictOrder = tc.strict
+			s := MakeSnapshot().Nodes(MakeNode("n").GPUs(4)).Queues(q).Gangs(gs...).Obj()
+			plan, _ := runAt(t, s, Config{ShortestFirst: tc.shortest}, 10)
+			if diff := cmp.Diff([]string{tc.want}, keys(placed(plan))); diff != "" {
+				t.Errorf("placed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

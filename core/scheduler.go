@@ -27,6 +27,17 @@ type Config struct {
 	// FairShare: a gang that has waited this many seconds gets nodes
 	// reserved for it (reserve.go).
 	ReserveAfter int64
+	// Reservations is how many waiting gangs may hold reservations in one
+	// cycle, taken by priority then arrival (reserve.go); 0 means 1. Each
+	// later one is computed as if the earlier ones ran as estimated, so
+	// they never claim the same room at the same time.
+	Reservations int
+	// ShortestFirst orders gangs of equal priority within a queue by their
+	// Estimate, shortest first, then by arrival; gangs without an estimate
+	// come after those with one. It cuts the mean wait when a queue is
+	// backed up; reservation (ReserveAfter) keeps long gangs from starving.
+	// The default (false) orders them by arrival only.
+	ShortestFirst bool
 	// Topology lists node label keys from the broadest domain level to the
 	// narrowest, e.g. zone then rack; the node is the implicit narrowest
 	// level. Gangs prefer the smallest domain that holds their minimum
@@ -52,6 +63,9 @@ type Config struct {
 	ReclaimYoungerOnly bool
 }
 
+// MaxReservations bounds Config.Reservations.
+const MaxReservations = 64
+
 // DefaultGPU is the accelerator resource used when Config.GPU is empty.
 const DefaultGPU = "nvidia.com/gpu"
 
@@ -71,6 +85,9 @@ func New(cfg Config) (*Scheduler, error) {
 	case FairShare, StrictFIFO:
 	default:
 		return nil, fmt.Errorf("core: unknown ordering %d", cfg.Ordering)
+	}
+	if cfg.Reservations < 0 || cfg.Reservations > MaxReservations {
+		return nil, fmt.Errorf("core: reservations %d is out of range 0 to %d", cfg.Reservations, MaxReservations)
 	}
 	if cfg.ReclaimAfter < 0 {
 		return nil, fmt.Errorf("core: reclaim-after %d is negative", cfg.ReclaimAfter)

@@ -131,8 +131,8 @@ func TestReleases(t *testing.T) {
 		return v
 	}
 	want := []core.Release{
-		{Node: 1, Amount: amount(4), At: 1600},
-		{Node: 0, Amount: amount(2), At: 5600},
+		{Node: 1, Amount: amount(4), At: 1600, Queue: "default"},
+		{Node: 0, Amount: amount(2), At: 5600, Queue: "default"},
 	}
 	if diff := cmp.Diff(want, snap.Releases); diff != "" {
 		t.Errorf("releases (-want +got):\n%s", diff)

@@ -47,6 +47,13 @@ type Options struct {
 	// gangs that end before it starts; a Queue's reserveAfterSeconds
 	// overrides it for its gangs. Whole seconds; a fraction rounds up.
 	ReserveAfter time.Duration
+	// Reservations is how many waiting gangs may hold reservations at once;
+	// 0 means 1.
+	Reservations int
+	// ShortestFirst orders the gangs of equal priority within a queue by
+	// their estimated run time, shortest first; gangs without an estimate
+	// come last. Off, they go by creation time.
+	ShortestFirst bool
 	// Topology lists node label keys from the broadest domain to the
 	// narrowest, e.g. topology.kubernetes.io/zone then phalanx.dev/rack:
 	// gangs prefer the smallest domain that holds them, and a gang's
@@ -93,6 +100,9 @@ func (o *Options) Validate() error {
 		if d.value < 0 {
 			return fmt.Errorf("%s %v is negative", d.flag, d.value)
 		}
+	}
+	if o.Reservations < 0 || o.Reservations > core.MaxReservations {
+		return fmt.Errorf("--reservations %d is out of range 0 to %d", o.Reservations, core.MaxReservations)
 	}
 	return nil
 }
@@ -154,7 +164,8 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 		reserveAfter++
 	}
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
-		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly})
+		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly,
+		Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

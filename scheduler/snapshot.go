@@ -185,7 +185,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 			completed = append(completed, v)
 		}
 		if reserving && v.estimate > 0 {
-			snap.Releases = s.releases(snap.Releases, g, v.estimate, order)
+			snap.Releases = s.releases(snap.Releases, g, v.queue, v.estimate, order)
 		}
 		if s.preempting && v.bound > 0 {
 			if r, ok := s.running(g, v, order, now); ok {
@@ -288,12 +288,12 @@ func (s *Store) reservations() bool {
 }
 
 // releases appends what each member of g holding a node gives back when g
-// is expected to end: estimate seconds after the member started (its pod's
+// (of queue) is expected to end: estimate seconds after the member started (its pod's
 // startTime, or when it was bound if it has not started yet). Members of
 // gangs without an estimate, and pods of other schedulers, are left out:
 // the core never counts on a release whose end is unknown. order is the
 // snapshot's sorted node names.
-func (s *Store) releases(dst []core.Release, g *gangInfo, estimate int64, order []string) []core.Release {
+func (s *Store) releases(dst []core.Release, g *gangInfo, queue string, estimate int64, order []string) []core.Release {
 	for _, p := range g.members {
 		if !p.holds() {
 			continue
@@ -306,7 +306,7 @@ func (s *Store) releases(dst []core.Release, g *gangInfo, estimate int64, order 
 		if start == 0 {
 			continue
 		}
-		dst = append(dst, core.Release{Node: n, Amount: p.slot(), At: start + estimate})
+		dst = append(dst, core.Release{Node: n, Amount: p.slot(), At: start + estimate, Queue: queue})
 	}
 	return dst
 }

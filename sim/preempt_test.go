@@ -119,7 +119,8 @@ func TestReclaimWithoutPingPong(t *testing.T) {
 	r := runWith(t, w, PolicyPhalanx, Options{Record: true})
 	got := spans(r)
 	want := map[string]span{
-		"a-1": {2430, 9630}, "a-2": {0, 7200}, "b-1": {630, 2430}, "a-3": {7200, 9000},
+		// When b-1 ends, a's shorter job a-3 goes first; a-1 restarts after.
+		"a-1": {4230, 11430}, "a-2": {0, 7200}, "b-1": {630, 2430}, "a-3": {2430, 4230},
 		"prod-1": {18000, 21600}, "prod-2": {18000, 25200}, "b-2": {21600, 23400},
 	}
 	if d := cmp.Diff(want, got); d != "" {

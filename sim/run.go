@@ -24,6 +24,12 @@ type Options struct {
 	// reservations). Durations serve as the run-time estimates, made wrong
 	// by EstimateError.
 	ReserveAfter int64
+	// Reservations, for the phalanx policy, is how many waiting gangs may
+	// hold reservations at once (0: DefaultReservations).
+	Reservations int
+	// ArrivalOrder makes the phalanx policy order gangs of equal priority
+	// within a queue by arrival only, rather than shortest estimate first.
+	ArrivalOrder bool
 	// NoPreemption turns off preemption within a queue and reclaim across
 	// queues for the phalanx policy (on by default).
 	NoPreemption bool
@@ -51,6 +57,9 @@ const (
 	// DefaultReserveAfter is the wait after which the phalanx policy
 	// reserves nodes for a gang.
 	DefaultReserveAfter = 3600
+	// DefaultReservations is how many gangs the phalanx policy reserves
+	// for at once.
+	DefaultReservations = 2
 	// DefaultReclaimAfter is the wait after which a gang of the phalanx
 	// policy may reclaim from other queues: none, as the scheduler's
 	// default.
@@ -102,6 +111,11 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 	switch policy {
 	case PolicyPhalanx:
 		cfg.ReserveAfter = orDefault(opt.ReserveAfter, DefaultReserveAfter)
+		cfg.Reservations = opt.Reservations
+		if cfg.Reservations == 0 {
+			cfg.Reservations = DefaultReservations
+		}
+		cfg.ShortestFirst = !opt.ArrivalOrder
 		cfg.Preemption = !opt.NoPreemption
 		cfg.ReclaimAfter = max(orDefault(opt.ReclaimAfter, DefaultReclaimAfter), 0)
 		cfg.ReclaimYoungerOnly = opt.ReclaimYoungerOnly

@@ -594,7 +594,7 @@ func (s *state) releases(dst []core.Release) []core.Release {
 			}
 			amount := mem.req
 			amount[core.Pods] = 1
-			dst = append(dst, core.Release{Node: int(mem.node), Amount: amount, At: at})
+			dst = append(dst, core.Release{Node: int(mem.node), Amount: amount, At: at, Queue: j.spec.Queue})
 		}
 	}
 	return dst

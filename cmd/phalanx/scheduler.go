@@ -50,6 +50,8 @@ type schedulerFlags struct {
 	bindWorkers     int
 	gpu             string
 	reserveAfter    time.Duration
+	reservations    int
+	shortestFirst   bool
 	topology        labelKeys
 	gpuModelLabel   string
 	preemption      bool
@@ -95,6 +97,11 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.reserveAfter, "reserve-after", 0,
 		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
+	fs.IntVar(&f.reservations, "reservations", 2,
+		"how many waiting gangs may hold reservations at once, the longest waiting first")
+	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
+		"within a queue and priority, start gangs with a shorter estimated run time first (gangs without an\n"+
+			"estimate last); reservations keep long gangs from starving. false: by creation time")
 	fs.Var(&f.topology, "topology",
 		"comma-separated node label keys, broadest domain first (e.g. topology.kubernetes.io/zone,phalanx.dev/rack):\n"+
 			"a gang prefers the smallest domain that holds it; a PodGroup's requiredTopology must name one of them")
@@ -159,7 +166,7 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,
-		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter}
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
 		return 2
@@ -221,7 +228,8 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	sched, err := scheduler.New(scheduler.Options{SchedulerNames: f.names, CyclePeriod: f.cyclePeriod,
 		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
-		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger}, kube, client, metrics, recorder)
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
+		Reservations: f.reservations, ShortestFirst: f.shortestFirst}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}

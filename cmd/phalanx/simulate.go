@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/report"
 	"github.com/phalanx-sched/phalanx/sim"
 	"github.com/phalanx-sched/phalanx/workload"
@@ -40,14 +41,16 @@ type simulateFlags struct {
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
 	reserveAfter                          time.Duration
+	reservations                          int
 	preemption, reclaimYoungerOnly        bool
+	shortestFirst                         bool
 	gracePeriod, holdFailed, reclaimAfter time.Duration
 	estimateError, queueWeights           string
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "output", "plot"}
+	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "output", "plot"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -62,6 +65,10 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"with --trace: weigh the queues (vc column) `W`: equal, gpu-hours (by their share of the trace's GPU-hours, 1 to 100) or a list such as vcA=3,vcB=1 (others weigh 1)")
 	fs.DurationVar(&f.reserveAfter, "reserve-after", sim.DefaultReserveAfter*time.Second,
 		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs expected to end before it starts")
+	fs.IntVar(&f.reservations, "reservations", sim.DefaultReservations,
+		"phalanx reserves for up to `N` waiting gangs at once, the longest waiting first")
+	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
+		"phalanx starts the gangs of a queue shortest estimate first (by arrival when false)")
 	fs.StringVar(&f.estimateError, "estimate-error", "exact",
 		"run-time estimates the scheduler gets, from the durations: `E` is exact, x0.5 (half: underestimates), x2, or noise=0.5 (duration x exp(N(0, 0.5)), seeded by job)")
 	fs.BoolVar(&f.preemption, "preemption", true, "phalanx preempts lower-priority gangs of a queue and reclaims from queues over their share")
@@ -166,6 +173,11 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		}
 	}
 	cfg.opt.NoPreemption = !f.preemption
+	cfg.opt.ArrivalOrder = !f.shortestFirst
+	if f.reservations < 1 || f.reservations > core.MaxReservations {
+		return cfg, usagef("--reservations %d: give 1 to %d", f.reservations, core.MaxReservations)
+	}
+	cfg.opt.Reservations = f.reservations
 	cfg.opt.ReclaimYoungerOnly = f.reclaimYoungerOnly
 	ee, err := sim.ParseEstimateError(f.estimateError)
 	if err != nil {
