@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -130,4 +131,29 @@ func TestStrictOrderQueue(t *testing.T) {
 	e.whileRunning(a, "next to wait behind head while a runs", e.noneBound(next))
 	e.eventually(30*time.Second, "head runs once a node is free", e.started(head))
 	e.eventually(30*time.Second, "next runs", e.started(next))
+}
+
+// TestShortestFirst: with shortest-first, on one node of 4 GPUs held by
+// blocker, gang long (estimated 10 min) is created before gang short
+// (estimated 5 s); both need the whole node. When blocker ends, short runs
+// first though it came later, and long after it.
+func TestShortestFirst(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("sjf", 1).GPUs(4))
+	startSchedulerOpts(t, scheduler.Options{ShortestFirst: true})
+
+	blocker := e.create(gang("blocker").Members(1).GPUs(4).RunFor("6s"))
+	e.eventually(30*time.Second, "blocker runs", e.running(blocker))
+	long := e.create(gang("long").Members(1).GPUs(4).Estimate(600).RunFor("2s"))
+	short := e.create(gang("short").Members(1).GPUs(4).Estimate(5).RunFor("2s"))
+	e.eventually(30*time.Second, "both wait for the node",
+		all(e.podGroupCondition("long", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue),
+			e.podGroupCondition("short", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue)))
+
+	e.eventually(30*time.Second, "short runs once blocker is done", e.started(short))
+	if err := e.noneBound(long)(e.ctx); err != nil {
+		e.dump()
+		t.Fatalf("long, created first but estimated longer, ran before short: %v", err)
+	}
+	e.eventually(30*time.Second, "long runs after short", e.started(long))
 }
