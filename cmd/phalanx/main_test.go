@@ -57,6 +57,8 @@ func TestUsageErrors(t *testing.T) {
 		{"queue weights without trace", []string{"simulate", "--queue-weights", "gpu-hours"}, "--queue-weights applies only to --trace"},
 		{"bad queue weight", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", "a=0"}, `--queue-weights: weight of queue "a" is "0"`},
 		{"bad preemption", []string{"simulate", "--preemption=maybe"}, `invalid boolean value "maybe" for -preemption`},
+		{"no reservations", []string{"simulate", "--reservations", "0"}, "--reservations 0: give 1 to 64"},
+		{"too many reservations", []string{"simulate", "--reservations", "65"}, "--reservations 65: give 1 to 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -435,5 +437,34 @@ func TestQueueWeightsFlag(t *testing.T) {
 	code, _, stderr := runArgs(t, "simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", "gamma=2")
 	if code != 1 || !strings.Contains(stderr, `no queue "gamma"`) {
 		t.Errorf("unknown queue: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestShortestFirstFlag(t *testing.T) {
+	dir := t.TempDir()
+	scenario := writeFile(t, dir, "sjf.yaml", `nodePools: [{name: n, resources: {cpu: "8", nvidia.com/gpu: 4}}]
+jobs:
+- {name: blocker, duration: 10m, tasks: [{role: w, requests: {nvidia.com/gpu: 4}}]}
+- {name: long, submit: 1m, duration: 1h, tasks: [{role: w, requests: {nvidia.com/gpu: 4}}]}
+- {name: short, submit: 2m, duration: 10m, tasks: [{role: w, requests: {nvidia.com/gpu: 4}}]}
+`)
+	// Shortest first: short starts at 10m (waits 8m), long at 20m (19m).
+	// By arrival: long at 10m (9m), short at 70m (68m).
+	tests := []struct {
+		args []string
+		wait float64 // mean over the three jobs
+	}{
+		{nil, (0 + 8*60 + 19*60) / 3.0},
+		{[]string{"--shortest-first=false"}, (0 + 9*60 + 68*60) / 3.0},
+	}
+	for _, tc := range tests {
+		args := append([]string{"simulate", "--scenario", scenario, "--policy", "phalanx", "--output", "json"}, tc.args...)
+		code, stdout, stderr := runArgs(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		if got := decodeOne(t, stdout).Results[0]["mean_wait_s"]; got != tc.wait {
+			t.Errorf("%v: mean wait %v, want %v", tc.args, got, tc.wait)
+		}
 	}
 }

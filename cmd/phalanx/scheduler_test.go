@@ -24,12 +24,14 @@ func TestSchedulerFlags(t *testing.T) {
 		t.Errorf("topology (-want +got):\n%s", diff)
 	}
 
-	// Defaults leave reservations off and topology empty.
+	// Defaults leave reservations off (two at once when a queue turns them
+	// on), shortest first on, and topology empty.
 	f = schedulerFlags{}
 	if err := schedulerFlagSet(&f, &bytes.Buffer{}).Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if f.reserveAfter != 0 || len(f.topology) != 0 || f.gpuModelLabel != "nvidia.com/gpu.product" {
+	if f.reserveAfter != 0 || len(f.topology) != 0 || f.gpuModelLabel != "nvidia.com/gpu.product" ||
+		f.reservations != 2 || !f.shortestFirst {
 		t.Errorf("defaults: %+v", f)
 	}
 }
@@ -42,6 +44,8 @@ func TestSchedulerRejectsBadFlags(t *testing.T) {
 		{[]string{"--topology=rack one"}, "not a label key"},
 		{[]string{"--gpu-model-label=a b"}, "--gpu-model-label"},
 		{[]string{"--reserve-after=-1m"}, "negative"},
+		{[]string{"--reservations=-1"}, "--reservations -1 is out of range 0 to 64"},
+		{[]string{"--reservations=65"}, "--reservations 65 is out of range 0 to 64"},
 	} {
 		var stderr bytes.Buffer
 		if code := runScheduler(tt.args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
