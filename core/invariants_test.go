@@ -216,7 +216,7 @@ func checkPlan(t *testing.T, name string, s *Snapshot, plan Plan, diag Diagnosti
 // of 8 GPUs, half of them partly used, with 20,000 pending pods in gangs of
 // 1 to 16 members.
 func BenchmarkCycle5000Nodes(b *testing.B) {
-	benchCycle(b, Config{}, randomSnapshot(42, 5000, 20000, 16))
+	benchCycle(b, Config{}, randomSnapshot(42, 5000, 20000, 16), 0)
 }
 
 // BenchmarkCycle5000NodesTopology is BenchmarkCycle5000Nodes with zones and
@@ -224,7 +224,7 @@ func BenchmarkCycle5000Nodes(b *testing.B) {
 func BenchmarkCycle5000NodesTopology(b *testing.B) {
 	s := randomSnapshot(42, 5000, 20000, 16)
 	requireTopology(s, 42)
-	benchCycle(b, Config{Topology: randomTopology}, s)
+	benchCycle(b, Config{Topology: randomTopology}, s, 0)
 }
 
 // BenchmarkCycle5000NodesPreemption adds running gangs of random priority
@@ -232,10 +232,27 @@ func BenchmarkCycle5000NodesTopology(b *testing.B) {
 func BenchmarkCycle5000NodesPreemption(b *testing.B) {
 	s := randomSnapshot(42, 5000, 20000, 16)
 	addRunning(s, 42)
-	benchCycle(b, Config{Preemption: true}, s)
+	benchCycle(b, Config{Preemption: true}, s, 0)
 }
 
-func benchCycle(b *testing.B, cfg Config, s *Snapshot) {
+// BenchmarkCycle5000NodesReservations gives every gang an estimate and
+// every used node a release within a day, and runs a cycle a day after all
+// arrived, shortest first, with two reservations.
+func BenchmarkCycle5000NodesReservations(b *testing.B) {
+	s := randomSnapshot(42, 5000, 20000, 16)
+	r := rand.New(rand.NewPCG(42, 9))
+	for _, g := range s.Gangs {
+		g.Estimate = 60 + r.Int64N(86400)
+	}
+	for n := range s.Nodes {
+		if u := s.Nodes[n].Used; !u.IsZero() {
+			s.Releases = append(s.Releases, Release{Node: n, Amount: u, At: 86400 + r.Int64N(86400), Queue: "default"})
+		}
+	}
+	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, s, 86400)
+}
+
+func benchCycle(b *testing.B, cfg Config, s *Snapshot, now int64) {
 	sched, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -244,7 +261,7 @@ func benchCycle(b *testing.B, cfg Config, s *Snapshot) {
 	var diag Diagnostics
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		plan, diag = sched.RunCycle(s, 0)
+		plan, diag = sched.RunCycle(s, now)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(len(plan.Binds)), "binds")

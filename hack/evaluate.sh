@@ -4,7 +4,8 @@
 # evaluated (no preemption, reservations after 3 days), fifo-gang and
 # volcano, with the plot; then phalanx with its defaults, with other
 # reservation thresholds, without each of its ordering and reservation
-# mechanisms, and reclaiming only from younger gangs. Tables go to
+# mechanisms, reclaiming only from younger gangs, and with noisy run-time
+# estimates. Tables go to
 # <out>/*.txt, the plot to <out>/philly.svg. Two runs go at once.
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
@@ -48,11 +49,12 @@ start phalanx-arrival-order --policy phalanx "${evaluated[@]}" --shortest-first=
 start phalanx-one-reservation --policy phalanx "${evaluated[@]}" --reservations 1
 start phalanx-no-reservation --policy phalanx --preemption=false --reserve-after 0
 start phalanx-reclaim-younger --policy phalanx --reserve-after 72h --reclaim-younger-only
+start phalanx-estimate-noise --policy phalanx "${evaluated[@]}" --estimate-error noise=0.5
 for pid in "${pids[@]}"; do
   wait "$pid"
 done
 for f in policies phalanx-defaults phalanx-reserve-after-{1h,24h,48h,96h} phalanx-arrival-order \
-  phalanx-one-reservation phalanx-no-reservation phalanx-reclaim-younger; do
+  phalanx-one-reservation phalanx-no-reservation phalanx-reclaim-younger phalanx-estimate-noise; do
   echo "== $f"
   cat "$out/$f.txt"
 done

@@ -95,8 +95,9 @@ func simulateUsage(out io.Writer) {
 Simulate runs jobs on a simulated cluster under each scheduling policy and
 compares the outcomes:
   phalanx      gangs start whole or not at all, queues share by weight,
-               priority within a queue; reservation with backfill for gangs
-               that waited long, preemption and reclaim, racks preferred
+               priority then shortest estimate within a queue; reservation
+               with backfill for gangs that waited long, preemption and
+               reclaim, racks preferred
   pod-by-pod   each pod is placed on its own, as the default scheduler does
   fifo-gang    gangs start whole, strictly in submission order
   volcano      like Volcano's defaults: gangs, queues share by weight,
