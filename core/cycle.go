@@ -9,8 +9,8 @@ import (
 // One cycle, in plain words:
 //
 //  1. Index the nodes by free accelerators (index.go) and give every queue
-//     its deserved share (fairshare.go). With Config.ReserveAfter, reserve
-//     nodes for the gangs that have waited too long (reserve.go).
+//     its deserved share (fairshare.go). Then, with Config.ReserveAfter,
+//     reserve nodes for the gangs that have waited too long (reserve.go).
 //  2. Visit gangs in policy order: under FairShare, pop the queue with the
 //     lowest share and take its next gang by priority then arrival (or
 //     estimate then arrival, with Config.ShortestFirst); under

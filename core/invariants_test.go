@@ -82,7 +82,9 @@ func TestCycleInvariants(t *testing.T) {
 		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
 			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology},
 			{Ordering: FairShare, ReserveAfter: 1}, {Ordering: FairShare, Preemption: true}, {Ordering: FairShare, Spread: true},
-			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Topology: randomTopology}} {
+			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Topology: randomTopology},
+			{Ordering: FairShare, ReserveAfter: 1, Reservations: 3, ShortestFirst: true},
+			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Reservations: 2, ShortestFirst: true}} {
 			o := cfg.Ordering
 			s := randomSnapshot(seed, 30+int(seed)*3, 150, 9)
 			if cfg.Topology != nil {
@@ -295,7 +297,11 @@ func addReleases(s *Snapshot, seed uint64) {
 		if r.IntN(5) == 0 {
 			at = 0
 		}
-		s.Releases = append(s.Releases, Release{Node: i, Amount: s.Nodes[i].Used, At: at})
+		var queue string
+		if len(s.Queues) > 0 {
+			queue = s.Queues[r.IntN(len(s.Queues))].Name
+		}
+		s.Releases = append(s.Releases, Release{Node: i, Amount: s.Nodes[i].Used, At: at, Queue: queue})
 	}
 	for _, g := range s.Gangs {
 		if r.IntN(3) > 0 {

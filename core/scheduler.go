@@ -34,7 +34,8 @@ type Config struct {
 	Reservations int
 	// ShortestFirst orders gangs of equal priority within a queue by their
 	// Estimate, shortest first, then by arrival; gangs without an estimate
-	// come after those with one. It cuts the mean wait when a queue is
+	// come after those with one, and gangs holding some members but not
+	// their minimum before all. It cuts the mean wait when a queue is
 	// backed up; reservation (ReserveAfter) keeps long gangs from starving.
 	// The default (false) orders them by arrival only.
 	ShortestFirst bool
