@@ -128,14 +128,25 @@ func (c *cycle) reserve() {
 	limit := max(c.cfg.Reservations, 1)
 	var taken []placement // what earlier reservations will hold
 	var own []Release
+	var ownRoom map[string]Vector // what each queue's releases free, in all
 	// A gang that fits at no foreseeable time is passed over for the next,
 	// but the tries are bounded: each costs a placement over the cluster.
-	for i, cand := range cands {
-		if len(c.resvs) == limit || i == reserveTries*limit {
+	tries := 0
+	for _, cand := range cands {
+		if len(c.resvs) == limit || tries == reserveTries*limit {
 			break
 		}
 		rel := releases
 		if c.queues[cand.Queue].share > 1 {
+			if ownRoom == nil {
+				ownRoom = make(map[string]Vector)
+				for _, r := range releases {
+					ownRoom[r.Queue] = ownRoom[r.Queue].Add(r.Amount)
+				}
+			}
+			if _, want := minimumOf(cand); !want.Fits(c.x.total.Add(ownRoom[cand.Queue])) {
+				continue // more than is free and its queue will free: not worth a try
+			}
 			// A queue over its deserved share counts only on what it holds
 			// itself: its gang waits for its own members to end, and never
 			// keeps other queues from the room they free.
@@ -147,6 +158,7 @@ func (c *cycle) reserve() {
 			}
 			rel = own
 		}
+		tries++
 		res, placed := c.reserveFor(cand, rel, taken)
 		if res == nil {
 			continue

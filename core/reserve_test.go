@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -322,5 +323,31 @@ func TestShortestFirst(t *testing.T) {
 				t.Errorf("placed (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Gangs of a queue over its share that its own releases could never make
+// room for do not use up the tries: the next candidate still reserves.
+func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
+	// Four 4-GPU nodes, all used: queue a holds three until 1000, queue b
+	// one until 500. a (over its share of 8) has five old gangs of 16 GPUs;
+	// b's gang of 4 GPUs came later.
+	b := MakeSnapshot().
+		Nodes(MakeNode("n0").GPUs(4).UsedGPUs(4), MakeNode("n1").GPUs(4).UsedGPUs(4),
+			MakeNode("n2").GPUs(4).UsedGPUs(4), MakeNode("n3").GPUs(4).UsedGPUs(4)).
+		Queues(MakeQueue("a").AllocatedGPUs(12), MakeQueue("b").AllocatedGPUs(4))
+	var gangs []*gangBuilder
+	for i := range 5 {
+		gangs = append(gangs, MakeGang(fmt.Sprintf("a%d", i)).Queue("a").Members(4, GPUs(4)).Arrival(int64(i)).Estimate(600))
+	}
+	gangs = append(gangs, MakeGang("bg").Queue("b").Members(1, GPUs(4)).Arrival(10).Estimate(600))
+	s := b.Gangs(gangs...).Obj()
+	for n := range 3 {
+		s.Releases = append(s.Releases, Release{Node: n, Amount: Vector{Pods: 1, gpuDim: 4}, At: 1000, Queue: "a"})
+	}
+	s.Releases = append(s.Releases, Release{Node: 3, Amount: Vector{Pods: 1, gpuDim: 4}, At: 500, Queue: "b"})
+	_, diag := runAt(t, s, Config{ReserveAfter: 60}, 100)
+	if msg := pendingOf(diag)["bg"].Message; !strings.Contains(msg, "1 node(s) reserved for it; expected to start in 6m40s") {
+		t.Errorf("bg: %q does not give its reservation", msg)
 	}
 }
