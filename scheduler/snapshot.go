@@ -287,12 +287,12 @@ func (s *Store) reservations() bool {
 	return false
 }
 
-// releases appends what each member of g holding a node gives back when g
-// (of queue) is expected to end: estimate seconds after the member started (its pod's
-// startTime, or when it was bound if it has not started yet). Members of
-// gangs without an estimate, and pods of other schedulers, are left out:
-// the core never counts on a release whose end is unknown. order is the
-// snapshot's sorted node names.
+// releases appends what each member of g, of queue, holding a node gives
+// back when g is expected to end: estimate seconds after the member started
+// (its pod's startTime, or when it was bound if it has not started yet).
+// Members of gangs without an estimate, and pods of other schedulers, are
+// left out: the core never counts on a release whose end is unknown. order
+// is the snapshot's sorted node names.
 func (s *Store) releases(dst []core.Release, g *gangInfo, queue string, estimate int64, order []string) []core.Release {
 	for _, p := range g.members {
 		if !p.holds() {
