@@ -5,8 +5,8 @@
 # volcano, with the plot; then phalanx with its defaults, with other
 # reservation thresholds, without each of its ordering and reservation
 # mechanisms, reclaiming only from younger gangs, and with noisy run-time
-# estimates. Tables go to
-# <out>/*.txt, the plot to <out>/philly.svg. Two runs go at once.
+# estimates. Tables go to <out>/*.txt, the plot to <out>/philly.svg. Two
+# runs go at once.
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
