@@ -63,48 +63,30 @@ func (c *cycle) reserveAfter(g *Gang) int64 {
 const reserveTries = 4
 
 // reserve picks the gangs that deserve a reservation and reserves the nodes
-// each will get as they free up. It runs once the queues' shares are known.
+// each will get as they free up. runFairShare calls it once the queues have
+// their admitted gangs, sorted, and their shares.
 func (c *cycle) reserve() {
-	if c.cfg.Ordering != FairShare {
-		return
-	}
-	// The heads of StrictOrder queues: their first unsatisfied gangs among
-	// those the cycle admits (an invalid gang blocks nothing).
-	heads := map[string]*Gang{}
-	for _, g := range c.snap.Gangs {
-		if g == nil || g.Bound >= g.MinMember {
-			continue
-		}
-		if _, bad := validate(g, c.cfg.Topology); bad {
-			continue
-		}
-		if qs := c.queues[g.Queue]; qs != nil && qs.q.StrictOrder {
-			if h := heads[g.Queue]; h == nil || gangBefore(g, h) {
-				heads[g.Queue] = g
-			}
-		}
-	}
 	var cands []*Gang
-	for _, g := range c.snap.Gangs {
-		if g == nil || g.Bound >= g.MinMember {
+	for _, qs := range c.order {
+		if qs.q.Closed {
 			continue
 		}
-		after := c.reserveAfter(g)
-		if heads[g.Queue] != g && (after <= 0 || c.now-g.Arrival < after) {
-			continue
+		head := qs.q.StrictOrder // the next unsatisfied gang is the queue's head
+		for _, g := range qs.gangs {
+			if g.Bound >= g.MinMember {
+				continue
+			}
+			isHead := head
+			head = false
+			if after := c.reserveAfter(g); !isHead && (after <= 0 || c.now-g.Arrival < after) {
+				continue
+			}
+			_, want := minimumOf(g)
+			if _, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
+				continue // its queue would not let it run: reserving would only idle nodes
+			}
+			cands = append(cands, g)
 		}
-		if _, bad := validate(g, c.cfg.Topology); bad {
-			continue
-		}
-		qs := c.queues[g.Queue]
-		if qs == nil || qs.q.Closed {
-			continue
-		}
-		_, want := minimumOf(g)
-		if _, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
-			continue // its queue would not let it run: reserving would only idle nodes
-		}
-		cands = append(cands, g)
 	}
 	if len(cands) == 0 {
 		return
