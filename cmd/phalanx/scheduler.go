@@ -98,7 +98,7 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
 	fs.IntVar(&f.reservations, "reservations", 2,
-		"how many waiting gangs may hold reservations at once, the longest waiting first")
+		"how many waiting gangs may hold reservations at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
 		"within a queue and priority, start gangs with a shorter estimated run time first (gangs without an\n"+
 			"estimate last); reservations keep long gangs from starving. false: by creation time")

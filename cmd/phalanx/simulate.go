@@ -66,7 +66,7 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.DurationVar(&f.reserveAfter, "reserve-after", sim.DefaultReserveAfter*time.Second,
 		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs expected to end before it starts")
 	fs.IntVar(&f.reservations, "reservations", sim.DefaultReservations,
-		"phalanx reserves for up to `N` waiting gangs at once, the longest waiting first")
+		"phalanx reserves for up to `N` waiting gangs at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
 		"phalanx starts the gangs of a queue shortest estimate first (by arrival when false)")
 	fs.StringVar(&f.estimateError, "estimate-error", "exact",
