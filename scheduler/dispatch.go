@@ -64,33 +64,10 @@ func (s *Scheduler) spawn(ctx context.Context, sem chan struct{}, f func(release
 	}()
 }
 
-// async runs write off the loop, bounded by the status semaphore. When the
-// write fails, forget runs on the loop, so that the next cycle writes again
-// (a conflict on a stale resourceVersion is the common case).
-func (s *Scheduler) async(ctx context.Context, kind string, write func() error, forget func()) {
-	s.spawn(ctx, s.statusSem, func(release func()) {
-		err := write()
-		release()
-		result := "ok"
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			result = "canceled" // shutting down
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			result = "stale" // the next cycle writes again from fresh state
-		default:
-			result = "error"
-			klog.FromContext(ctx).Error(err, "Status write failed", "kind", kind)
-		}
-		if err != nil {
-			s.send(ctx, forget)
-		}
-		s.metrics.StatusWrites.WithLabelValues(kind, result).Inc()
-	})
-}
-
-// writeCache remembers the last status written per object, so that a cycle
-// running before the informer has delivered the write does not repeat it.
+// writeCache remembers, per object, the last status the loop handed the
+// writer, so that a cycle running before the informer has delivered the
+// write does not hand it again. The writer reports a write it gave up on
+// (dropped), so that a later cycle hands it again.
 type writeCache struct {
 	podGroups map[string]v1alpha1.PodGroupStatus
 	queues    map[string]v1alpha1.QueueStatus
@@ -101,7 +78,35 @@ func newWriteCache() *writeCache {
 	return &writeCache{podGroups: map[string]v1alpha1.PodGroupStatus{}, queues: map[string]v1alpha1.QueueStatus{}, pods: map[types.UID]string{}}
 }
 
-// publish writes what changed: PodGroup and Queue statuses, and the
+func (c *writeCache) dropped(k writeKey) {
+	switch k.kind {
+	case kindPodGroup:
+		delete(c.podGroups, k.key)
+	case kindQueue:
+		delete(c.queues, k.key)
+	case kindPod:
+		delete(c.pods, types.UID(k.key))
+	}
+}
+
+// The kinds of object the writer writes, as the metrics name them.
+const (
+	kindPodGroup = "PodGroup"
+	kindQueue    = "Queue"
+	kindPod      = "Pod"
+)
+
+// statusPatch replaces the status of the object of uid, and fails if the
+// object is another one of the same name by now.
+func statusPatch(uid types.UID, status any) ([]byte, error) {
+	return json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": uid},
+		{"op": "add", "path": "/status", "value": status},
+	})
+}
+
+// publish hands the writer what changed: the statuses of the PodGroups whose
+// gangs this scheduler serves and of the Queues it owns, and the
 // PodScheduled condition of waiting members.
 func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[string]*gangView, now metav1.Time) {
 	queues := map[string]*core.Queue{}
@@ -134,7 +139,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		var last *verdict
 		if verd, ok := s.verdicts[key]; ok {
 			last = &verd
-			s.markPods(ctx, v, verd, now)
+			s.markPods(v, verd, now)
 		}
 		if v.podGroup == nil || isForeign(v.podGroup) {
 			continue // another scheduler's PodGroup: its status is not ours to write
@@ -145,21 +150,25 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			continue
 		}
 		s.written.podGroups[key] = desired
-		pg := v.podGroup.DeepCopy()
-		pg.Status = desired
-		s.async(ctx, "PodGroup", func() error {
-			_, err := s.client.SchedulingV1alpha1().PodGroups(pg.Namespace).UpdateStatus(ctx, pg, metav1.UpdateOptions{})
+		patch, err := statusPatch(v.podGroup.UID, desired)
+		if err != nil {
+			continue
+		}
+		ns, name := v.podGroup.Namespace, v.podGroup.Name
+		s.writer.put(writeKey{kindPodGroup, key}, writeJob{do: func(ctx context.Context) error {
+			_, err := s.client.SchedulingV1alpha1().PodGroups(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
 			return err
-		}, func() { delete(s.written.podGroups, key) })
+		}})
 	}
 	for key := range s.written.podGroups {
 		if !seen[key] {
 			delete(s.written.podGroups, key)
+			s.writer.cancel(writeKey{kindPodGroup, key})
 		}
 	}
 	for name, q := range queues {
 		obj := s.store.queues[name]
-		if obj == nil {
+		if obj == nil || !s.store.claims(obj.Annotations) {
 			continue
 		}
 		c := counts[name]
@@ -171,13 +180,22 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			continue
 		}
 		s.written.queues[name] = desired
-		qc := obj.DeepCopy()
-		qc.Status = desired
-		s.async(ctx, "Queue", func() error {
-			_, err := s.client.SchedulingV1alpha1().Queues().UpdateStatus(ctx, qc, metav1.UpdateOptions{})
+		patch, err := statusPatch(obj.UID, desired)
+		if err != nil {
+			continue
+		}
+		s.writer.put(writeKey{kindQueue, name}, writeJob{do: func(ctx context.Context) error {
+			_, err := s.client.SchedulingV1alpha1().Queues().Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}, "status")
 			return err
-		}, func() { delete(s.written.queues, name) })
+		}})
 	}
+	for name := range s.written.queues {
+		if queues[name] == nil {
+			delete(s.written.queues, name)
+			s.writer.cancel(writeKey{kindQueue, name})
+		}
+	}
+	s.metrics.StatusBacklog.Set(float64(s.writer.pending()))
 }
 
 // admitted reports whether the gang's queue can hold its minResources, the
@@ -197,23 +215,53 @@ func (s *Scheduler) admitted(v *gangView, q *core.Queue) bool {
 }
 
 // markPods sets PodScheduled=False with the gang's verdict on its waiting
-// members, when it changed.
-func (s *Scheduler) markPods(ctx context.Context, v *gangView, verd verdict, now metav1.Time) {
+// members, when it changed. The patch carries the resourceVersion of the pod
+// it was computed from: if the pod changed since (it may have been bound
+// meanwhile), the write is redone from the pod as the API server has it, and
+// dropped if that pod is bound, so a bound pod never gets PodScheduled=False.
+func (s *Scheduler) markPods(v *gangView, verd verdict, now metav1.Time) {
 	for _, p := range v.pending {
 		cond, changed := podScheduledCondition(p.pod, verd, now)
 		if !changed || s.written.pods[p.pod.UID] == cond.Message {
 			continue
 		}
 		s.written.pods[p.pod.UID] = cond.Message
-		patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
-		if err != nil {
-			continue
+		pod := p.pod
+		s.writer.put(writeKey{kindPod, string(pod.UID)}, writeJob{do: func(ctx context.Context) error {
+			return s.patchCondition(ctx, pod, verd, now)
+		}})
+	}
+}
+
+// patchCondition writes the PodScheduled=False condition of verd on pod,
+// under pod's resourceVersion; after a conflict it reads the pod again, and
+// gives up if it is bound, terminating, another pod, or already says so.
+func (s *Scheduler) patchCondition(ctx context.Context, pod *corev1.Pod, verd verdict, now metav1.Time) error {
+	pods := s.kube.CoreV1().Pods(pod.Namespace)
+	for attempt := 0; ; attempt++ {
+		cond, changed := podScheduledCondition(pod, verd, now)
+		if !changed {
+			return nil
 		}
-		ns, name, uid := p.pod.Namespace, p.pod.Name, p.pod.UID
-		s.async(ctx, "Pod", func() error {
-			_, err := s.kube.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
+			"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+		})
+		if err != nil {
 			return err
-		}, func() { delete(s.written.pods, uid) })
+		}
+		_, err = pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		if !apierrors.IsConflict(err) || attempt == 2 {
+			return err
+		}
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != pod.UID || cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil {
+			return nil
+		}
+		pod = cur
 	}
 }
 

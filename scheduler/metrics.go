@@ -18,7 +18,11 @@ type Metrics struct {
 	BindErrors     prometheus.Counter
 	PendingGangs   *prometheus.GaugeVec
 	StatusWrites   *prometheus.CounterVec
+	StatusBacklog  prometheus.Gauge
 	Evictions      *prometheus.CounterVec
+	// UnreadableObjects counts objects skipped because they cannot be
+	// read, by kind, once per object and reason (decode.go).
+	UnreadableObjects *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -41,10 +45,16 @@ func NewMetrics() *Metrics {
 			Name: "phalanx_pending_gangs", Help: "Gangs waiting after the latest cycle, by reason."}, []string{"reason"}),
 		StatusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "phalanx_status_writes_total", Help: "Status writes by object kind and result."}, []string{"kind", "result"}),
+		StatusBacklog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "phalanx_status_backlog", Help: "Objects whose newest status waits for a writer, after the latest cycle."}),
 		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "phalanx_evictions_total", Help: "Evictions posted for preemption or reclaim, by kind and result."}, []string{"kind", "result"}),
+		UnreadableObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "phalanx_unreadable_objects_total",
+			Help: "Objects the scheduler skipped because it cannot read them, by kind; each object counts once per reason."}, []string{"kind"}),
 	}
-	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.Evictions,
+	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
+		m.UnreadableObjects,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

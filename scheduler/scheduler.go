@@ -38,7 +38,8 @@ type Options struct {
 	// CyclePeriod is the longest time between cycles; changes trigger
 	// cycles sooner, at most one per MinInterval.
 	CyclePeriod, MinInterval time.Duration
-	// BindWorkers bounds the binds in flight; StatusWorkers the status writes.
+	// BindWorkers bounds the binds and evictions in flight; StatusWorkers
+	// is how many status writes run at once (writer.go).
 	BindWorkers, StatusWorkers int
 	// GPU is the accelerator resource placement packs on.
 	GPU string
@@ -109,7 +110,7 @@ func (o *Options) Validate() error {
 
 func (o *Options) defaults() {
 	if len(o.SchedulerNames) == 0 {
-		o.SchedulerNames = []string{"phalanx"}
+		o.SchedulerNames = []string{DefaultSchedulerName}
 	}
 	if o.CyclePeriod <= 0 {
 		o.CyclePeriod = time.Second
@@ -149,8 +150,9 @@ type Scheduler struct {
 	verdicts  map[string]verdict // gang key -> latest reason it waits
 	written   *writeCache
 
-	bindSem, statusSem chan struct{}
-	inflight           sync.WaitGroup
+	writer   *statusWriter
+	bindSem  chan struct{}
+	inflight sync.WaitGroup
 }
 
 // New builds a scheduler. Nothing runs until Run.
@@ -177,12 +179,12 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	store.preempting, store.holdFailed = opts.Preemption, int64(opts.HoldFailedMember/time.Second)
 	return &Scheduler{
 		opts: opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
-		store:     store,
-		inbox:     make(chan func(), 4096),
-		verdicts:  map[string]verdict{},
-		written:   newWriteCache(),
-		bindSem:   make(chan struct{}, opts.BindWorkers),
-		statusSem: make(chan struct{}, opts.StatusWorkers),
+		store:    store,
+		inbox:    make(chan func(), 4096),
+		verdicts: map[string]verdict{},
+		written:  newWriteCache(),
+		writer:   newStatusWriter(),
+		bindSem:  make(chan struct{}, opts.BindWorkers),
 	}, nil
 }
 
@@ -206,6 +208,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.ensureDefaultQueue(ctx); err != nil {
 		logger.Error(err, "Could not create the default queue; gangs that use it wait until it exists")
 	}
+	s.runWriters(ctx)
 	s.ready.Store(true)
 	logger.Info("Scheduler started", "schedulerNames", s.opts.SchedulerNames)
 	s.loop(ctx)
@@ -323,7 +326,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 			verd.message += "; " + why
 		}
 		byReason[verd.reason]++
-		if old, ok := s.verdicts[st.Gang]; !ok || old != verd {
+		if old, ok := s.verdicts[st.Gang]; !ok || old.reason != verd.reason || old.reserved != verd.reserved {
+			// A new Event only when the reason changes; the numbers in the
+			// message (what fits, what is short) go to the statuses.
 			s.unschedulableEvent(v, verd, start.Unix())
 		}
 		s.verdicts[st.Gang] = verd

@@ -128,6 +128,9 @@ func (s *Store) view(g *gangInfo) *gangView {
 		v.queue = queueAnnotation(first.pod)
 	}
 	s.applySpec(g, v)
+	if why := s.unreadableQueues[v.queue]; why != "" && v.invalid == "" {
+		v.invalid = fmt.Sprintf("queue %q cannot be read: %s", v.queue, why)
+	}
 	return v
 }
 
@@ -235,9 +238,11 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		return slices.Compare(a.Amount[:], b.Amount[:])
 	})
 	// PodGroups whose pods do not exist yet still get a status: operators
-	// such as Volcano's wait for phase Inqueue before they create pods.
+	// such as Volcano's wait for phase Inqueue before they create pods. The
+	// instance that claims the PodGroup writes it; none does while pods of
+	// another scheduler name it.
 	for key, pg := range s.podGroups {
-		if views[key] == nil {
+		if views[key] == nil && s.others[key] == 0 && s.claims(pg.Annotations) {
 			g := &gangInfo{key: key, namespace: pg.Namespace, name: pg.Name,
 				membership: Membership{Kind: ByPodGroup, Name: pg.Name}, members: map[types.UID]*podInfo{}}
 			views[key] = s.view(g)

@@ -23,6 +23,9 @@ type Store struct {
 	res         *registry
 	constraints *constraintsCache
 	ours        map[string]bool // scheduler names this scheduler serves
+	// others counts, by gang key, the pods of other schedulers that name
+	// a PodGroup: such a PodGroup's status is theirs to write.
+	others map[string]int
 
 	nodes      map[string]*nodeInfo
 	nodeOrder  []string // sorted names, rebuilt when nodes come or go
@@ -37,11 +40,14 @@ type Store struct {
 	// foreign holds PodGroups read from other schedulers' APIs (see
 	// foreign.go), keyed by API group then namespace/name; ours win.
 	foreign map[string]map[string]*v1alpha1.PodGroup
-	// unreadable says why a foreign PodGroup could not be read, by
+	// unreadable says why a PodGroup could not be read, by
 	// namespace/name, so that its gang reports it.
 	unreadable map[string]string
 	queues     map[string]*v1alpha1.Queue
-	priorities map[string]int32
+	// unreadableQueues says why a Queue could not be read, by name, so
+	// that its gangs report it.
+	unreadableQueues map[string]string
+	priorities       map[string]int32
 	// history holds the run times of each queue's latest completed gangs.
 	history map[string]*runTimes
 
@@ -74,7 +80,9 @@ type nodeInfo struct {
 type podInfo struct {
 	pod  *corev1.Pod
 	gang string // gang key, "" for pods of other schedulers
-	req  core.Vector
+	// other is the key of the PodGroup a pod of another scheduler names.
+	other string
+	req   core.Vector
 	// node is where the pod is bound, or assumed bound by a bind in flight.
 	node     string
 	assumed  bool
@@ -123,6 +131,7 @@ func NewStore(schedulerNames []string) *Store {
 		res:         newRegistry(),
 		constraints: newConstraintsCache(),
 		ours:        map[string]bool{},
+		others:      map[string]int{},
 		nodes:       map[string]*nodeInfo{},
 		offNodes:    map[string]core.Vector{},
 		pods:        map[types.UID]*podInfo{},
@@ -236,8 +245,17 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 			s.gangs[p.gang] = g
 		}
 		g.members[pod.UID] = p
-	} else if existed && old.gang != "" {
-		s.leaveGang(old, pod.UID)
+	} else {
+		if existed && old.gang != "" {
+			s.leaveGang(old, pod.UID)
+		}
+		if m := MembershipOf(pod); m.Kind == ByPodGroup {
+			p.other = m.GangKey(pod.Namespace)
+			s.others[p.other]++
+		}
+	}
+	if existed && old.other != "" {
+		s.forgetOther(old.other)
 	}
 	s.pods[pod.UID] = p
 	s.account(p, +1)
@@ -256,6 +274,9 @@ func (s *Store) DeletePod(uid types.UID) {
 	if p.gang != "" {
 		s.leaveGang(p, uid)
 	}
+	if p.other != "" {
+		s.forgetOther(p.other)
+	}
 	delete(s.pods, uid)
 	if p.holds() {
 		s.lostMember(p, p.node)
@@ -273,6 +294,30 @@ func (s *Store) leaveGang(p *podInfo, uid types.UID) {
 	if len(g.members) == 0 {
 		delete(s.gangs, p.gang)
 	}
+}
+
+func (s *Store) forgetOther(key string) {
+	if s.others[key]--; s.others[key] <= 0 {
+		delete(s.others, key)
+	}
+}
+
+// DefaultSchedulerName is the scheduler name served when none is given.
+const DefaultSchedulerName = "phalanx"
+
+// AnnotationSchedulerName, on a PodGroup or a Queue, names the scheduler
+// (one of its --scheduler-name values) whose instance writes its status
+// where no pod says which: a PodGroup whose pods do not exist yet, and a
+// Queue. Unset, it is the instance that serves DefaultSchedulerName.
+const AnnotationSchedulerName = "scheduling.phalanx.dev/scheduler-name"
+
+// claims reports whether this scheduler writes the status of an object
+// with these annotations that no pod of its own names.
+func (s *Store) claims(annotations map[string]string) bool {
+	if name := annotations[AnnotationSchedulerName]; name != "" {
+		return s.ours[name]
+	}
+	return s.ours[DefaultSchedulerName]
 }
 
 // account adds (sign +1) or removes (-1) what p holds on its node.
@@ -372,6 +417,21 @@ func (s *Store) SetQueue(q *v1alpha1.Queue) { s.queues[q.Name] = q }
 
 // DeleteQueue removes a Queue; its gangs wait, saying so.
 func (s *Store) DeleteQueue(name string) { delete(s.queues, name) }
+
+// SetUnreadableQueue records that the Queue name could not be read, and
+// why; an empty why clears it. It reports whether the reason changed.
+func (s *Store) SetUnreadableQueue(name, why string) bool {
+	old := s.unreadableQueues[name]
+	switch {
+	case why == "":
+		delete(s.unreadableQueues, name)
+	case s.unreadableQueues == nil:
+		s.unreadableQueues = map[string]string{name: why}
+	default:
+		s.unreadableQueues[name] = why
+	}
+	return old != why
+}
 
 // SetPriorityClass records a PriorityClass's value.
 func (s *Store) SetPriorityClass(pc *schedulingv1.PriorityClass) { s.priorities[pc.Name] = pc.Value }

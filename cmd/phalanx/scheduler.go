@@ -43,6 +43,9 @@ type schedulerFlags struct {
 	leaderElect     bool
 	leaseNamespace  string
 	leaseName       string
+	leaseDuration   time.Duration
+	renewDeadline   time.Duration
+	retryPeriod     time.Duration
 	address         string
 	qps             float64
 	burst           int
@@ -88,7 +91,16 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica schedules")
 	fs.StringVar(&f.leaseNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
 	fs.StringVar(&f.leaseName, "leader-elect-name", "phalanx-scheduler", "name of the leader election Lease")
-	fs.StringVar(&f.address, "address", ":10280", "address of /healthz, /readyz and /metrics; empty disables it")
+	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"how long a standby waits after the leader's last renewal before it takes over: the failover time when a\n"+
+			"leader dies without releasing the Lease (a leader that stops cleanly releases it at once)")
+	fs.DurationVar(&f.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"how long the leader keeps trying to renew before it stops scheduling; less than the lease duration")
+	fs.DurationVar(&f.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"how often replicas try to acquire or renew the Lease")
+	fs.StringVar(&f.address, "address", "127.0.0.1:10280",
+		"address of /healthz, /readyz and /metrics; loopback only by default: in a pod, set :10280 so that probes and\n"+
+			"Prometheus reach it (deploy/deployment.yaml does). Empty disables it")
 	fs.Float64Var(&f.qps, "kube-api-qps", 100, "queries per second to the API server")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "burst of queries to the API server")
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
@@ -159,7 +171,7 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if len(f.names) == 0 {
-		f.names = stringList{"phalanx"}
+		f.names = stringList{scheduler.DefaultSchedulerName}
 	}
 	if errs := validation.IsQualifiedName(f.gpuModelLabel); len(errs) > 0 {
 		fmt.Fprintf(stderr, "phalanx scheduler: --gpu-model-label %q is not a label key: %s\n", f.gpuModelLabel, strings.Join(errs, "; "))
@@ -169,6 +181,11 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
+		return 2
+	}
+	if f.leaderElect && !(f.retryPeriod > 0 && f.retryPeriod < f.renewDeadline && f.renewDeadline < f.leaseDuration) {
+		fmt.Fprintf(stderr, "phalanx scheduler: want 0 < --leader-elect-retry-period (%v) < --leader-elect-renew-deadline (%v) < --leader-elect-lease-duration (%v)\n",
+			f.retryPeriod, f.renewDeadline, f.leaseDuration)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -262,5 +279,6 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	}
 	host, _ := os.Hostname()
 	return sched.RunLeading(ctx, scheduler.LeaderElection{Namespace: f.leaseNamespace, Name: f.leaseName,
-		Identity: host + "_" + string(uuid.NewUUID())})
+		Identity: host + "_" + string(uuid.NewUUID()), LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline,
+		RetryPeriod: f.retryPeriod})
 }

@@ -25,13 +25,15 @@ func TestSchedulerFlags(t *testing.T) {
 	}
 
 	// Defaults leave reservations off (two at once when a queue turns them
-	// on), shortest first on, and topology empty.
+	// on), shortest first on, topology empty, health and metrics on
+	// loopback, and client-go's lease timings.
 	f = schedulerFlags{}
 	if err := schedulerFlagSet(&f, &bytes.Buffer{}).Parse(nil); err != nil {
 		t.Fatal(err)
 	}
 	if f.reserveAfter != 0 || len(f.topology) != 0 || f.gpuModelLabel != "nvidia.com/gpu.product" ||
-		f.reservations != 2 || !f.shortestFirst {
+		f.reservations != 2 || !f.shortestFirst || f.address != "127.0.0.1:10280" ||
+		f.leaseDuration != 15*time.Second || f.renewDeadline != 10*time.Second || f.retryPeriod != 2*time.Second {
 		t.Errorf("defaults: %+v", f)
 	}
 }
@@ -46,6 +48,8 @@ func TestSchedulerRejectsBadFlags(t *testing.T) {
 		{[]string{"--reserve-after=-1m"}, "negative"},
 		{[]string{"--reservations=-1"}, "--reservations -1 is out of range 0 to 64"},
 		{[]string{"--reservations=65"}, "--reservations 65 is out of range 0 to 64"},
+		{[]string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"}, "< --leader-elect-lease-duration (5s)"},
+		{[]string{"--leader-elect-retry-period=0s"}, "0 < --leader-elect-retry-period (0s)"},
 	} {
 		var stderr bytes.Buffer
 		if code := runScheduler(tt.args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
