@@ -11,7 +11,8 @@ import (
 //  1. Index the nodes by free accelerators (index.go) and give every queue
 //     its deserved share (fairshare.go). Then, with Config.ReserveAfter,
 //     reserve nodes for the gangs that have waited too long (reserve.go).
-//  2. Visit gangs in policy order: under FairShare, pop the queue with the
+//  2. Visit gangs in policy order: under FairShare, first the gangs that
+//     hold some members but not their minimum, then pop the queue with the
 //     lowest share and take its next gang by priority then arrival (or
 //     estimate then arrival, with Config.ShortestFirst); under
 //     StrictFIFO, take gangs by arrival across the cluster and stop at the
@@ -193,9 +194,9 @@ func (c *cycle) runFairShare() {
 			continue
 		}
 		if c.cfg.ShortestFirst && !qs.q.StrictOrder {
-			sortGangs(qs.gangs, shorterBefore)
+			sortGangs(qs.gangs, partialFirst(shorterBefore))
 		} else {
-			sortGangs(qs.gangs, gangBefore)
+			sortGangs(qs.gangs, partialFirst(gangBefore))
 		}
 		qs.demand = qs.allocated
 		for _, g := range qs.gangs {
@@ -210,6 +211,33 @@ func (c *cycle) runFairShare() {
 		qs.updateShare()
 	}
 	c.reserve()
+	// Gangs that hold members but not their minimum go first, whatever
+	// their queue's share and their priority: the members they hold idle
+	// until the rest come (after a crash in the middle of binding the gang,
+	// or a lost member), and a later gang must not take the room the rest
+	// needs. Each queue's gangs are sorted with them at the front.
+	for _, qs := range h {
+		for qs.next < len(qs.gangs) && partial(qs.gangs[qs.next]) {
+			g := qs.gangs[qs.next]
+			qs.next++
+			switch {
+			case qs.blockedBy != nil:
+				c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
+					Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
+			case c.tryGang(g, qs):
+				qs.updateShare()
+			case qs.q.StrictOrder:
+				qs.blockedBy = g
+			}
+		}
+	}
+	live := h[:0]
+	for _, qs := range h {
+		if qs.next < len(qs.gangs) {
+			live = append(live, qs)
+		}
+	}
+	h = live
 	heap.Init(&h)
 	for h.Len() > 0 {
 		qs := h[0]

@@ -414,3 +414,29 @@ func TestSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestPartialGangsFirst: a gang left holding some members but not its
+// minimum (a crash in the middle of binding it) is completed before any
+// other gang, even one of higher priority or of a queue with a lower share.
+func TestPartialGangsFirst(t *testing.T) {
+	for _, cfg := range []Config{{}, {ShortestFirst: true}, {Preemption: true}, {ReserveAfter: 1}} {
+		snap := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(4), MakeNode("b").GPUs(8)).
+			Queues(MakeQueue("q1"), MakeQueue("q2")).
+			Gangs(
+				MakeGang("big").Queue("q1").Members(6, GPUs(1)).Bound(4).Min(10).Arrival(10),
+				MakeGang("urgent").Queue("q1").Members(8, GPUs(1)).Priority(100).Arrival(20),
+				MakeGang("other").Queue("q2").Members(8, GPUs(1)).Arrival(5),
+			).Obj()
+		plan, diag := runAt(t, snap, cfg, 100)
+		placed := map[string]int{}
+		for _, b := range plan.Binds {
+			placed[b.Gang]++
+		}
+		if diff := cmp.Diff(map[string]int{"big": 6}, placed); diff != "" {
+			t.Errorf("%+v: members placed by gang (-want +got); 12 GPUs were free:\n%s", cfg, diff)
+		}
+		if st := pendingOf(diag)["urgent"]; st.Reason != ReasonUnschedulable {
+			t.Errorf("%+v: urgent: %v", cfg, st)
+		}
+	}
+}

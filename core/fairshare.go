@@ -166,6 +166,17 @@ func shorterBefore(a, b *Gang) bool {
 	return arrivedBefore(a, b)
 }
 
+// partialFirst orders the gangs that hold members but not their minimum
+// before the others, each part by less.
+func partialFirst(less func(a, b *Gang) bool) func(a, b *Gang) bool {
+	return func(a, b *Gang) bool {
+		if pa, pb := partial(a), partial(b); pa != pb {
+			return pa
+		}
+		return less(a, b)
+	}
+}
+
 // partial reports whether g holds members but fewer than its minimum.
 func partial(g *Gang) bool { return g.Bound > 0 && g.Bound < g.MinMember }
 

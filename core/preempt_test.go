@@ -285,12 +285,19 @@ func TestHoldKeepsRoomForItsGang(t *testing.T) {
 			t.Errorf("%+v: held room taken: %v", cfg, plan.Binds)
 		}
 	}
-	// Without the hold, early takes the room.
-	s := mk(true)
+	// Without the hold, early takes the room before the replacement exists;
+	// once it exists, the partial gang goes first even without a hold.
+	s := mk(false)
 	s.Holds = nil
 	plan, _ := runAt(t, s, Config{}, 100)
 	if diff := cmp.Diff(map[string][]string{"early": {"a"}}, nodesOf(plan)); diff != "" {
 		t.Errorf("no hold: placed (-want +got):\n%s", diff)
+	}
+	s = mk(true)
+	s.Holds = nil
+	plan, _ = runAt(t, s, Config{}, 100)
+	if diff := cmp.Diff(map[string][]string{"train": {"a"}}, nodesOf(plan)); diff != "" {
+		t.Errorf("no hold, replacement waiting: placed (-want +got):\n%s", diff)
 	}
 }
 

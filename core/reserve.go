@@ -12,7 +12,8 @@ import (
 // FairShare cycle, once the queues' shares are known, picks the waiting gangs
 // that deserve a reservation: among the gangs that have waited at least that
 // long and are not yet placed, and the heads of StrictOrder queues whatever
-// their wait, the first Config.Reservations by priority then arrival. For
+// their wait, the first Config.Reservations: gangs holding some members but
+// not their minimum first, then by priority then arrival. For
 // each, it finds the earliest time T at which the gang's minimum fits,
 // counting on the running members' releases (Snapshot.Releases) in order of
 // their expected end, and where it would be placed at T. The nodes of that
@@ -91,11 +92,12 @@ func (c *cycle) reserve() {
 	if len(cands) == 0 {
 		return
 	}
+	before := partialFirst(gangBefore) // partial gangs come first in the cycle too
 	slices.SortStableFunc(cands, func(a, b *Gang) int {
-		if gangBefore(a, b) {
+		if before(a, b) {
 			return -1
 		}
-		if gangBefore(b, a) {
+		if before(b, a) {
 			return 1
 		}
 		return 0
