@@ -9,8 +9,9 @@ import (
 
 // The run times of each queue's recent gangs estimate how long a gang of
 // that queue runs when nothing better is known. The scheduler keeps them in
-// memory only: after a restart it learns them again from the finished pods
-// its informers list.
+// memory and records them in its state ConfigMap (state.go), from which a
+// new leader restores them; it also learns them again from the finished
+// pods its informers list, once per gang.
 
 const (
 	// historySize is how many of a queue's latest completed gangs count.
@@ -20,20 +21,25 @@ const (
 )
 
 // runTimes are the run times of one queue's latest completed gangs, by
-// finish time, oldest first.
+// finish time, oldest first, with the gangs' keys.
 type runTimes struct {
 	finish, seconds []int64
+	gangs           []string
 	p               int64 // p90, kept up to date by add
 }
 
 // add records a gang that finished at finish (Unix seconds) after running
 // secs seconds; only the historySize latest finishes are kept.
-func (r *runTimes) add(finish, secs int64) {
+func (r *runTimes) add(finish, secs int64) { r.addGang("", finish, secs) }
+
+// addGang is add for the gang of key gang.
+func (r *runTimes) addGang(gang string, finish, secs int64) {
 	i, _ := slices.BinarySearch(r.finish, finish+1) // after equal finishes
 	r.finish = slices.Insert(r.finish, i, finish)
 	r.seconds = slices.Insert(r.seconds, i, secs)
+	r.gangs = slices.Insert(r.gangs, i, gang)
 	if len(r.finish) > historySize {
-		r.finish, r.seconds = r.finish[1:], r.seconds[1:]
+		r.finish, r.seconds, r.gangs = r.finish[1:], r.seconds[1:], r.gangs[1:]
 	}
 	r.p = 0
 	if len(r.seconds) >= historyMin {
@@ -41,6 +47,11 @@ func (r *runTimes) add(finish, secs int64) {
 		slices.Sort(sorted)
 		r.p = sorted[(9*len(sorted)+9)/10-1]
 	}
+}
+
+// has reports whether the run time of the gang of key gang is recorded.
+func (r *runTimes) has(gang string) bool {
+	return r != nil && gang != "" && slices.Contains(r.gangs, gang)
 }
 
 // p90 is the 90th percentile (nearest rank) of the run times, or 0 when
@@ -62,6 +73,9 @@ func (s *Store) recordCompletion(g *gangInfo, queue string) {
 		return
 	}
 	g.recorded = true
+	if s.history[queue].has(g.key) {
+		return // restored from the state a former leader recorded
+	}
 	var start, finish int64
 	for _, p := range g.members {
 		st := p.runningAt
@@ -86,7 +100,7 @@ func (s *Store) recordCompletion(g *gangInfo, queue string) {
 	if s.history[queue] == nil {
 		s.history[queue] = &runTimes{}
 	}
-	s.history[queue].add(finish, max(finish-start, 1))
+	s.history[queue].addGang(g.key, finish, max(finish-start, 1))
 }
 
 // lastFinish is when the pod's last container terminated, in Unix seconds,

@@ -79,6 +79,14 @@ type Options struct {
 	// deleted while its gang ran is kept for its replacement; 0 keeps none.
 	// Whole seconds.
 	HoldFailedMember time.Duration
+	// PartialGangTimeout, when > 0, is how long a gang may hold some
+	// members but not its minimum without making progress (partial.go):
+	// past it, its bound members are evicted. 0 never evicts them.
+	PartialGangTimeout time.Duration
+	// StateNamespace, when set, is where the scheduler records what a new
+	// leader needs to decide as it would (holds, run times; state.go), in
+	// the ConfigMap phalanx-state-<first scheduler name>.
+	StateNamespace string
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
 	// Dynamic, if set, lets the scheduler read the PodGroups of other
@@ -96,6 +104,7 @@ func (o *Options) Validate() error {
 		{"--reserve-after", o.ReserveAfter},
 		{"--preemption-grace-period", o.PreemptionGracePeriod},
 		{"--hold-failed-member", o.HoldFailedMember},
+		{"--partial-gang-timeout", o.PartialGangTimeout},
 		{"--reclaim-after", o.ReclaimAfter},
 	} {
 		if d.value < 0 {
@@ -150,9 +159,13 @@ type Scheduler struct {
 	verdicts  map[string]verdict // gang key -> latest reason it waits
 	written   *writeCache
 
-	writer   *statusWriter
-	bindSem  chan struct{}
-	inflight sync.WaitGroup
+	writer *statusWriter
+	// stateName is the state ConfigMap's name ("" records none);
+	// lastState what was last handed the writer.
+	stateName string
+	lastState []byte
+	bindSem   chan struct{}
+	inflight  sync.WaitGroup
 }
 
 // New builds a scheduler. Nothing runs until Run.
@@ -177,8 +190,15 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	store := NewStore(opts.SchedulerNames)
 	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0, opts.Now
 	store.preempting, store.holdFailed = opts.Preemption, int64(opts.HoldFailedMember/time.Second)
+	var state string
+	if opts.StateNamespace != "" {
+		if state = stateName(opts.SchedulerNames); state == "" {
+			return nil, fmt.Errorf("scheduler: scheduler name %q cannot name the state ConfigMap", opts.SchedulerNames[0])
+		}
+	}
 	return &Scheduler{
-		opts: opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
+		stateName: state,
+		opts:      opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
 		store:    store,
 		inbox:    make(chan func(), 4096),
 		verdicts: map[string]verdict{},
@@ -208,6 +228,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.ensureDefaultQueue(ctx); err != nil {
 		logger.Error(err, "Could not create the default queue; gangs that use it wait until it exists")
 	}
+	s.loadState(ctx)
 	s.runWriters(ctx)
 	s.ready.Store(true)
 	logger.Info("Scheduler started", "schedulerNames", s.opts.SchedulerNames)
@@ -325,6 +346,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		if why := s.store.Refusal(st.Gang); why != "" && st.Reason == core.ReasonUnschedulable {
 			verd.message += "; " + why
 		}
+		if s.opts.PartialGangTimeout > 0 && v.partial() && st.Reason != core.ReasonPreempting {
+			verd.message += s.partialDeadline(ctx, v, start)
+		}
 		byReason[verd.reason]++
 		if old, ok := s.verdicts[st.Gang]; !ok || old.reason != verd.reason || old.reserved != verd.reserved {
 			// A new Event only when the reason changes; the numbers in the
@@ -344,4 +368,5 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		s.metrics.PendingGangs.WithLabelValues(reason).Set(float64(n))
 	}
 	s.publish(ctx, snap, views, metav1.NewTime(start))
+	s.saveState()
 }

@@ -42,7 +42,16 @@ type gangView struct {
 	gpuModel      string
 	gpuModelLabel string
 	modelMissing  bool
+	// partialSince, for a gang holding some members but not its minimum,
+	// is when it last made progress: its latest bind, or the creation of its
+	// newest waiting member (a replacement). Both come from the API server,
+	// so a restarted scheduler counts from the same time.
+	partialSince int64
 }
+
+// partial reports whether the gang holds some members but not its minimum
+// and waits for the rest.
+func (v *gangView) partial() bool { return v.bound > 0 && v.bound < v.minMember && len(v.pending) > 0 }
 
 func (v *gangView) member(name string) *podInfo {
 	i := sort.Search(len(v.pending), func(i int) bool { return v.pending[i].pod.Name >= name })
@@ -77,8 +86,10 @@ func (s *Store) view(g *gangInfo) *gangView {
 		switch {
 		case p.node != "" && p.pod.Status.Phase != corev1.PodFailed:
 			v.bound++
+			v.partialSince = max(v.partialSince, p.boundSince())
 		case p.node == "" && !p.terminal && p.pod.DeletionTimestamp == nil:
 			v.pending = append(v.pending, p)
+			v.partialSince = max(v.partialSince, p.pod.CreationTimestamp.Unix())
 			if p.problem != "" && v.invalid == "" {
 				v.invalid = fmt.Sprintf("pod %s: %s", p.pod.Name, p.problem)
 			}

@@ -115,6 +115,18 @@ func (p *podInfo) started() int64 {
 	return p.boundAt
 }
 
+// boundSince is when the pod was bound: its PodScheduled condition's
+// transition to True, which the API server sets on binding, else when the
+// store first saw it bound.
+func (p *podInfo) boundSince() int64 {
+	for _, c := range p.pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Unix()
+		}
+	}
+	return p.boundAt
+}
+
 type gangInfo struct {
 	key        string
 	namespace  string

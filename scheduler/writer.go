@@ -171,6 +171,16 @@ func (s *Scheduler) writeOne(ctx context.Context) bool {
 	if result == "error" {
 		klog.FromContext(ctx).Error(err, "Status write failed after retries; written again in a later cycle", "kind", key.kind, "object", key.key)
 	}
-	s.send(ctx, func() { s.written.dropped(key) })
+	s.send(ctx, func() { s.dropped(key) })
 	return true
+}
+
+// dropped makes the loop hand the writer the write of key again in a later
+// cycle: the writer gave up on it.
+func (s *Scheduler) dropped(key writeKey) {
+	if key.kind == kindState {
+		s.lastState = nil
+		return
+	}
+	s.written.dropped(key)
 }

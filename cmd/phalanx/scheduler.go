@@ -60,6 +60,7 @@ type schedulerFlags struct {
 	preemption      bool
 	preemptionGrace time.Duration
 	holdFailed      time.Duration
+	partialTimeout  time.Duration
 	reclaimAfter    time.Duration
 	reclaimYounger  bool
 }
@@ -89,7 +90,9 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG or the in-cluster service account")
 	fs.Var(&f.names, "scheduler-name", "a spec.schedulerName to serve; repeatable (default phalanx)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica schedules")
-	fs.StringVar(&f.leaseNamespace, "leader-elect-namespace", "kube-system", "namespace of the leader election Lease")
+	fs.StringVar(&f.leaseNamespace, "leader-elect-namespace", "kube-system",
+		"namespace of the leader election Lease, and of the ConfigMap phalanx-state-<first --scheduler-name> in which\n"+
+			"the scheduler records the holds and run times a new leader restores")
 	fs.StringVar(&f.leaseName, "leader-elect-name", "phalanx-scheduler", "name of the leader election Lease")
 	fs.DurationVar(&f.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"how long a standby waits after the leader's last renewal before it takes over: the failover time when a\n"+
@@ -131,6 +134,10 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.holdFailed, "hold-failed-member", 5*time.Minute,
 		"how long the room of a member that failed or was deleted while its gang ran is kept for its replacement;\n"+
 			"0 keeps none")
+	fs.DurationVar(&f.partialTimeout, "partial-gang-timeout", 5*time.Minute,
+		"a gang that holds some members but not its minimum (left so by a crash mid-bind, or by a lost member) is\n"+
+			"completed before other gangs; if the rest still does not fit after this long without progress, its bound\n"+
+			"members are evicted so that they hold no room for a gang that cannot run. 0 never evicts them")
 	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(logFlags)
 	fs.Var(logFlags.Lookup("v").Value, "v", "log verbosity (klog level)")
@@ -178,7 +185,8 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,
-		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations}
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations,
+		PartialGangTimeout: f.partialTimeout}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
 		return 2
@@ -246,7 +254,8 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
-		Reservations: f.reservations, ShortestFirst: f.shortestFirst}, kube, client, metrics, recorder)
+		Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
+		StateNamespace: f.leaseNamespace}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,7 @@ func TestSchedulerFlags(t *testing.T) {
 	}
 	if f.reserveAfter != 0 || len(f.topology) != 0 || f.gpuModelLabel != "nvidia.com/gpu.product" ||
 		f.reservations != 2 || !f.shortestFirst || f.address != "127.0.0.1:10280" ||
-		f.leaseDuration != 15*time.Second || f.renewDeadline != 10*time.Second || f.retryPeriod != 2*time.Second {
+		f.leaseDuration != 15*time.Second || f.renewDeadline != 10*time.Second || f.retryPeriod != 2*time.Second || f.partialTimeout != 5*time.Minute {
 		t.Errorf("defaults: %+v", f)
 	}
 }
@@ -50,6 +50,7 @@ func TestSchedulerRejectsBadFlags(t *testing.T) {
 		{[]string{"--reservations=65"}, "--reservations 65 is out of range 0 to 64"},
 		{[]string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"}, "< --leader-elect-lease-duration (5s)"},
 		{[]string{"--leader-elect-retry-period=0s"}, "0 < --leader-elect-retry-period (0s)"},
+		{[]string{"--partial-gang-timeout=-1s"}, "--partial-gang-timeout -1s is negative"},
 	} {
 		var stderr bytes.Buffer
 		if code := runScheduler(tt.args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {

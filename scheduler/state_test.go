@@ -1,0 +1,81 @@
+package scheduler
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestStateSurvivesRestart: a member of a running gang is lost; its room
+// is held. The state recorded then, restored into the store of a new
+// scheduler that lists the same pods, gives the same hold, so the greedy
+// pod does not take the room; and the queue's run times come back too,
+// without counting a gang twice when its finished pods are still listed.
+func TestStateSurvivesRestart(t *testing.T) {
+	old := trainStore(300)
+	old.SetPod(testPod("greedy").GPUs(4).Obj())
+	old.DeletePod("uid-train-0")
+	old.history["default"] = &runTimes{}
+	for i := range int64(6) {
+		old.history["default"].addGang("ns/done-"+string(rune('a'+i)), 100+i, 60*(i+1))
+	}
+	data, err := json.Marshal(old.savedState())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fresh := trainStore(300) // what the new scheduler's informers list
+	fresh.SetPod(testPod("greedy").GPUs(4).Obj())
+	fresh.DeletePod("uid-train-0")
+	fresh.holds = map[string][]heldRoom{} // a new process knows of no hold
+	if got := cycleNodes(t, fresh, core.Config{}); got["greedy"] != "a" {
+		t.Fatalf("the test expects greedy to take the lost member's room without the state; got %v", got)
+	}
+	var st savedState
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	fresh.restore(st)
+	if got := cycleNodes(t, fresh, core.Config{}); len(got) != 0 {
+		t.Errorf("after restoring the state, the held room was given: %v", got)
+	}
+	want, _ := old.Snapshot()
+	got, _ := fresh.Snapshot()
+	if diff := cmp.Diff(want.Holds, got.Holds); diff != "" {
+		t.Errorf("holds (-old +restored):\n%s", diff)
+	}
+	if p, q := old.history["default"].p90(), fresh.history["default"].p90(); p != q || p == 0 {
+		t.Errorf("p90 run time %d after the restart, %d before", q, p)
+	}
+	fresh.restore(st) // restored twice: nothing counted twice
+	if n := len(fresh.history["default"].finish); n != 6 {
+		t.Errorf("%d run times after restoring twice; want 6", n)
+	}
+	// An expired hold is not restored.
+	later := trainStore(300)
+	later.DeletePod("uid-train-0")
+	later.holds = map[string][]heldRoom{}
+	later.now = func() time.Time { return time.Unix(2000, 0) }
+	later.restore(st)
+	if len(later.holds) != 0 {
+		t.Errorf("a hold that expired at 1300 was restored at 2000: %v", later.holds)
+	}
+}
+
+// TestStateIgnoresUnreadableAmounts: a recorded hold whose amount cannot be
+// read is dropped, not restored as zero.
+func TestStateIgnoresUnreadableAmounts(t *testing.T) {
+	s := trainStore(300)
+	s.DeletePod("uid-train-0")
+	s.holds = map[string][]heldRoom{}
+	s.restore(savedState{Holds: map[string][]savedHold{"ns/train": {{Node: "a", Until: 5000,
+		Amount: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}}}})
+	if len(s.holds) != 0 {
+		t.Errorf("restored %v", s.holds)
+	}
+}
