@@ -5,10 +5,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/scheduler"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -78,4 +81,53 @@ func (e *env) samePlacements(j *job, want map[string]placement) check {
 		}
 		return nil
 	}
+}
+
+// TestHoldAcrossRestart: a member of a running gang is deleted; its room is
+// held for its replacement. The scheduler is restarted before the
+// replacement comes: the new one restores the hold from the state the
+// former recorded (scheduler/state.go), so a pod that arrives meanwhile
+// does not take the room, and the replacement returns to its node.
+func TestHoldAcrossRestart(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("rehold", 2).GPUs(4))
+	opts := scheduler.Options{HoldFailedMember: 2 * time.Minute, StateNamespace: e.ns}
+	stop := startSchedulerOpts(t, opts)
+
+	trainJob := gang("train").Members(2).GPUs(4).RunFor("300s")
+	train := e.create(trainJob)
+	e.eventually(30*time.Second, "train runs", e.running(train))
+	nodes, err := e.nodesOf(e.ctx, train)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := "train-worker-0"
+	zero := int64(0)
+	if err := kube.CoreV1().Pods(e.ns).Delete(e.ctx, lost, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(10*time.Second, lost+" is gone", e.gone(&job{name: "train", pods: []string{lost}}))
+	e.eventually(10*time.Second, "the hold is recorded", func(ctx context.Context) error {
+		cm, err := kube.CoreV1().ConfigMaps(e.ns).Get(ctx, "phalanx-state-phalanx", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data["state.json"], e.ns+"/train") {
+			return fmt.Errorf("the state records no hold of train: %s", cm.Data["state.json"])
+		}
+		return nil
+	})
+	stop()
+	startSchedulerOpts(t, opts)
+
+	greedy := e.create(gang("greedy").Members(1).GPUs(4).RunFor("5s"))
+	e.consistently(holdStill, "greedy to leave the held room alone after the restart", e.noneBound(greedy))
+	var replacement *corev1.Pod
+	for _, p := range trainJob.Pods() {
+		if p.Name == lost {
+			replacement = e.createPod(p)
+		}
+	}
+	e.eventually(30*time.Second, "the replacement returns to its member's node", e.podOn(replacement.Name, nodes[lost]))
+	e.eventually(10*time.Second, "no node over its GPUs", gpusWithinCapacity)
 }
