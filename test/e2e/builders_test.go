@@ -106,6 +106,7 @@ type jobBuilder struct {
 	gpuModel      string // PodGroup spec.gpuModel
 	priorityClass string // PodGroup spec.priorityClassName and the pods'
 	annotations   map[string]string
+	pgAnnotations map[string]string // on the PodGroup
 }
 
 // tfJob is a TFJob of tf-operator with gang scheduling on: a PodGroup and
@@ -162,6 +163,15 @@ func (b *jobBuilder) PodAnnotation(k, v string) *jobBuilder {
 	return b
 }
 
+// PodGroupAnnotation puts an annotation on the job's PodGroup.
+func (b *jobBuilder) PodGroupAnnotation(k, v string) *jobBuilder {
+	if b.pgAnnotations == nil {
+		b.pgAnnotations = map[string]string{}
+	}
+	b.pgAnnotations[k] = v
+	return b
+}
+
 // ForeignPodGroup makes the job's PodGroup one of another scheduler's API,
 // such as kube-batch's or Volcano's, as tf-operator creates it.
 func (b *jobBuilder) ForeignPodGroup(api schema.GroupVersionResource) *jobBuilder {
@@ -184,7 +194,7 @@ func (b *jobBuilder) PodGroup() *v1alpha1.PodGroup {
 		return nil
 	}
 	return &v1alpha1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: b.name},
+		ObjectMeta: metav1.ObjectMeta{Name: b.name, Annotations: b.pgAnnotations},
 		Spec: v1alpha1.PodGroupSpec{MinMember: b.min(), Queue: b.queue, EstimatedRuntimeSeconds: b.estimate,
 			RequiredTopology: b.topology, GPUModel: b.gpuModel, PriorityClassName: b.priorityClass},
 	}

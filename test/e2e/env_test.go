@@ -322,7 +322,7 @@ func launchScheduler(t *testing.T, base *rest.Config, le *scheduler.LeaderElecti
 	names := opts.SchedulerNames
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = 100, 200
-	cfg.UserAgent = "phalanx-scheduler-e2e"
+	cfg.UserAgent = "phalanx-scheduler-" + names[0] // the field manager of its writes
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
