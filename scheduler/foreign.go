@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -41,15 +40,17 @@ type foreignSpec struct {
 // fromForeign converts another scheduler's PodGroup into ours, keeping the
 // annotations that carry what our spec has fields for (gangspec.go). Fields
 // Phalanx does not know are ignored; a spec it cannot read is an error that
-// names the object.
+// names the object and the field, among them a number its field cannot hold
+// (minMember 2147483648 is not wrapped around). A minMember below 1 is
+// kept: the core reports it.
 func fromForeign(u *unstructured.Unstructured) (*v1alpha1.PodGroup, error) {
 	var spec foreignSpec
 	raw, _, err := unstructured.NestedMap(u.Object, "spec")
 	if err != nil {
 		return nil, fmt.Errorf("%s %s/%s: spec: %w", u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName(), err)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
-		return nil, fmt.Errorf("%s %s/%s: spec: %w", u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName(), err)
+	if err := fromUnstructured(raw, "spec", &spec); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	annotations := map[string]string{annotationForeignAPI: u.GetAPIVersion()}
 	for _, key := range []string{AnnotationEstimatedRuntime, AnnotationRequiredTopology, AnnotationGPUModel} {

@@ -16,12 +16,33 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// PodGroupsResource and QueuesResource are our APIs as the dynamic client
+// reads them.
+var (
+	PodGroupsResource = v1alpha1.SchemeGroupVersion.WithResource("podgroups")
+	QueuesResource    = v1alpha1.SchemeGroupVersion.WithResource("queues")
+)
+
 // startInformers starts the informers whose events feed the store and
 // returns whether each cache synced. Event handlers never touch the store:
 // they send closures to the loop.
+//
+// With Options.Dynamic (as phalanx scheduler runs), our PodGroups and Queues
+// are read through it, one object at a time (decode.go), so that one object
+// that cannot be read is skipped and reported instead of failing every list.
+// Without it (unit tests on fake clientsets), they come from typed
+// informers, which never sync while such an object exists.
 func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error) {
 	kf := informers.NewSharedInformerFactory(s.kube, 0)
-	pf := externalversions.NewSharedInformerFactory(s.client, 0)
+	var pf externalversions.SharedInformerFactory
+	var df dynamicinformer.DynamicSharedInformerFactory
+	if s.opts.Dynamic != nil {
+		df = dynamicinformer.NewDynamicSharedInformerFactory(s.opts.Dynamic, 0)
+	} else {
+		pf = externalversions.NewSharedInformerFactory(s.client, 0)
+	}
+	// Only the loop goroutine runs the handlers' closures, and so uses it.
+	unread := unreadable{}
 
 	on := func(inf cache.SharedIndexInformer, set func(obj any), del func(obj any)) error {
 		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -36,10 +57,7 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 		})
 		return err
 	}
-	handlers := []struct {
-		inf      cache.SharedIndexInformer
-		set, del func(obj any)
-	}{
+	handlers := []handler{
 		{kf.Core().V1().Pods().Informer(),
 			func(o any) {
 				if p, ok := o.(*corev1.Pod); ok {
@@ -74,45 +92,27 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 					s.store.DeletePriorityClass(pc.Name)
 				}
 			}},
-		{pf.Scheduling().V1alpha1().PodGroups().Informer(),
-			func(o any) {
-				if pg, ok := o.(*v1alpha1.PodGroup); ok {
-					s.store.SetPodGroup(pg)
-				}
-			},
-			func(o any) {
-				if pg, ok := o.(*v1alpha1.PodGroup); ok {
-					s.store.DeletePodGroup(pg.Namespace, pg.Name)
-				}
-			}},
-		{pf.Scheduling().V1alpha1().Queues().Informer(),
-			func(o any) {
-				if q, ok := o.(*v1alpha1.Queue); ok {
-					s.store.SetQueue(q)
-				}
-			},
-			func(o any) {
-				if q, ok := o.(*v1alpha1.Queue); ok {
-					s.store.DeleteQueue(q.Name)
-				}
-			}},
+	}
+	if df != nil {
+		handlers = append(handlers,
+			handler{df.ForResource(PodGroupsResource).Informer(), s.setPodGroup(ctx, unread), s.deletePodGroup(unread)},
+			handler{df.ForResource(QueuesResource).Informer(), s.setQueue(ctx), s.deleteQueue})
+		for _, gvr := range s.servedForeignPodGroups(ctx) {
+			handlers = append(handlers,
+				handler{df.ForResource(gvr).Informer(), s.setForeign(ctx, gvr.Group, unread), s.deleteForeign(gvr.Group, unread)})
+		}
+	} else {
+		handlers = append(handlers, s.typedHandlers(pf)...)
 	}
 	for _, h := range handlers {
 		if err := on(h.inf, h.set, h.del); err != nil {
 			return nil, err
 		}
 	}
-	var df dynamicinformer.DynamicSharedInformerFactory
-	if s.opts.Dynamic != nil {
-		df = dynamicinformer.NewDynamicSharedInformerFactory(s.opts.Dynamic, 0)
-		for _, gvr := range s.servedForeignPodGroups(ctx) {
-			if err := on(df.ForResource(gvr).Informer(), s.setForeign(gvr.Group), s.deleteForeign(gvr.Group)); err != nil {
-				return nil, err
-			}
-		}
-	}
 	kf.Start(ctx.Done())
-	pf.Start(ctx.Done())
+	if pf != nil {
+		pf.Start(ctx.Done())
+	}
 	if df != nil {
 		df.Start(ctx.Done())
 	}
@@ -124,8 +124,10 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 		for t, ok := range kf.WaitForCacheSync(ctx.Done()) {
 			synced[t.String()] = ok
 		}
-		for t, ok := range pf.WaitForCacheSync(ctx.Done()) {
-			synced[t.String()] = ok
+		if pf != nil {
+			for t, ok := range pf.WaitForCacheSync(ctx.Done()) {
+				synced[t.String()] = ok
+			}
 		}
 		if df != nil {
 			for gvr, ok := range df.WaitForCacheSync(ctx.Done()) {
@@ -172,7 +174,106 @@ func (s *Scheduler) servedForeignPodGroups(ctx context.Context) []schema.GroupVe
 	return out
 }
 
-func (s *Scheduler) setForeign(group string) func(obj any) {
+// handler is an informer with what its events do to the store, on the
+// loop goroutine.
+type handler struct {
+	inf      cache.SharedIndexInformer
+	set, del func(obj any)
+}
+
+// typedHandlers read our PodGroups and Queues through typed informers, for
+// schedulers without a dynamic client.
+func (s *Scheduler) typedHandlers(pf externalversions.SharedInformerFactory) []handler {
+	return []handler{
+		{pf.Scheduling().V1alpha1().PodGroups().Informer(),
+			func(o any) {
+				if pg, ok := o.(*v1alpha1.PodGroup); ok {
+					s.store.SetPodGroup(pg)
+				}
+			},
+			func(o any) {
+				if pg, ok := o.(*v1alpha1.PodGroup); ok {
+					s.store.DeletePodGroup(pg.Namespace, pg.Name)
+				}
+			}},
+		{pf.Scheduling().V1alpha1().Queues().Informer(),
+			func(o any) {
+				if q, ok := o.(*v1alpha1.Queue); ok {
+					s.store.SetQueue(q)
+				}
+			},
+			func(o any) {
+				if q, ok := o.(*v1alpha1.Queue); ok {
+					s.store.DeleteQueue(q.Name)
+				}
+			}},
+	}
+}
+
+// setPodGroup converts one of our PodGroups, read through the dynamic
+// client, into the store. One that cannot be converted leaves the store
+// (a copy read earlier would be stale) and its gang says why it waits.
+func (s *Scheduler) setPodGroup(ctx context.Context, unread unreadable) func(obj any) {
+	return func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		key := u.GetNamespace() + "/" + u.GetName()
+		pg, err := podGroupFromUnstructured(u)
+		if err != nil {
+			s.store.DeletePodGroup(u.GetNamespace(), u.GetName())
+			if unread.set(s.store, key, ownAPI, err.Error()) {
+				s.reportUnreadable(ctx, "PodGroup", u, err)
+			}
+			return
+		}
+		unread.set(s.store, key, ownAPI, "")
+		s.store.SetPodGroup(pg)
+	}
+}
+
+func (s *Scheduler) deletePodGroup(unread unreadable) func(obj any) {
+	return func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			s.store.DeletePodGroup(u.GetNamespace(), u.GetName())
+			unread.set(s.store, u.GetNamespace()+"/"+u.GetName(), ownAPI, "")
+		}
+	}
+}
+
+// setQueue converts a Queue, read through the dynamic client, into the
+// store. One that cannot be converted leaves the store, and its gangs say
+// why they wait.
+func (s *Scheduler) setQueue(ctx context.Context) func(obj any) {
+	return func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		q, err := queueFromUnstructured(u)
+		if err != nil {
+			s.store.DeleteQueue(u.GetName())
+			if s.store.SetUnreadableQueue(u.GetName(), err.Error()) {
+				s.reportUnreadable(ctx, "Queue", u, err)
+			}
+			return
+		}
+		s.store.SetUnreadableQueue(u.GetName(), "")
+		s.store.SetQueue(q)
+	}
+}
+
+func (s *Scheduler) deleteQueue(obj any) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		s.store.DeleteQueue(u.GetName())
+		s.store.SetUnreadableQueue(u.GetName(), "")
+	}
+}
+
+// setForeign converts a PodGroup of another scheduler's API group into the
+// store, like setPodGroup.
+func (s *Scheduler) setForeign(ctx context.Context, group string, unread unreadable) func(obj any) {
 	return func(obj any) {
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
@@ -182,18 +283,21 @@ func (s *Scheduler) setForeign(group string) func(obj any) {
 		pg, err := fromForeign(u)
 		if err != nil {
 			s.store.DeleteForeignPodGroup(group, u.GetNamespace(), u.GetName())
-			s.store.SetUnreadablePodGroup(key, err.Error())
+			if unread.set(s.store, key, group, err.Error()) {
+				s.reportUnreadable(ctx, u.GroupVersionKind().GroupKind().String(), u, err)
+			}
 			return
 		}
-		s.store.SetUnreadablePodGroup(key, "")
 		s.store.SetForeignPodGroup(group, pg)
+		unread.set(s.store, key, group, "")
 	}
 }
 
-func (s *Scheduler) deleteForeign(group string) func(obj any) {
+func (s *Scheduler) deleteForeign(group string, unread unreadable) func(obj any) {
 	return func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			s.store.DeleteForeignPodGroup(group, u.GetNamespace(), u.GetName())
+			unread.set(s.store, u.GetNamespace()+"/"+u.GetName(), group, "")
 		}
 	}
 }

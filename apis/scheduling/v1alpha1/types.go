@@ -43,16 +43,19 @@ const (
 // PodGroupSpec describes a gang.
 type PodGroupSpec struct {
 	// MinMember is how many pods must run together; none runs before they
-	// all can.
+	// all can. At most 100000.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
 	// +kubebuilder:default=1
 	MinMember int32 `json:"minMember"`
 
 	// Queue the gang belongs to. Defaults to "default".
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Queue string `json:"queue,omitempty"`
 
 	// PriorityClassName orders gangs within their queue.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 
@@ -64,6 +67,7 @@ type PodGroupSpec struct {
 	// ScheduleTimeoutSeconds, if set, marks the gang Unschedulable with
 	// reason Timeout once it has waited that long.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	ScheduleTimeoutSeconds *int32 `json:"scheduleTimeoutSeconds,omitempty"`
 
@@ -101,12 +105,20 @@ type PodGroupStatus struct {
 	// +optional
 	Phase PodGroupPhase `json:"phase,omitempty"`
 	// Member counts by pod phase.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Pending int32 `json:"pending,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Running int32 `json:"running,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Succeeded int32 `json:"succeeded,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
 	// Conditions: Scheduled, and Unschedulable with why.
@@ -115,6 +127,8 @@ type PodGroupStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// ObservedGeneration is the spec generation this status describes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=9007199254740991
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
@@ -164,8 +178,10 @@ const DefaultQueue = "default"
 
 // QueueSpec describes a tenant's share.
 type QueueSpec struct {
-	// Weight is the queue's share relative to the other queues.
+	// Weight is the queue's share relative to the other queues, from 1
+	// to 1000000.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
 	// +kubebuilder:default=1
 	// +optional
 	Weight int32 `json:"weight,omitempty"`
@@ -184,6 +200,7 @@ type QueueSpec struct {
 	// fit waits before the scheduler reserves nodes for it as they free up.
 	// Unset, the scheduler's --reserve-after applies.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
 	// Reclaimable false keeps other queues from reclaiming what this
@@ -205,9 +222,13 @@ type QueueStatus struct {
 	// +optional
 	Allocated corev1.ResourceList `json:"allocated,omitempty"`
 	// Pending counts gangs waiting for their minimum.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Pending int32 `json:"pending,omitempty"`
 	// Running counts gangs at or above their minimum.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	Running int32 `json:"running,omitempty"`
 	// +optional
