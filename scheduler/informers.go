@@ -92,6 +92,17 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 					s.store.DeletePriorityClass(pc.Name)
 				}
 			}},
+		{kf.Core().V1().Namespaces().Informer(), // their labels, which queues admit by (tenancy.go)
+			func(o any) {
+				if ns, ok := o.(*corev1.Namespace); ok {
+					s.store.SetNamespace(ns)
+				}
+			},
+			func(o any) {
+				if ns, ok := o.(*corev1.Namespace); ok {
+					s.store.DeleteNamespace(ns.Name)
+				}
+			}},
 	}
 	if df != nil {
 		handlers = append(handlers,

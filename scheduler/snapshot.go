@@ -22,13 +22,15 @@ type gangView struct {
 	info      *gangInfo
 	podGroup  *v1alpha1.PodGroup // nil for label gangs, single pods, or a missing PodGroup
 	missingPG bool
-	minMember int
-	queue     string
-	priority  int32
-	arrival   int64
-	invalid   string
-	pending   []*podInfo // sorted by name
-	bound     int        // bound or assumed and not failed
+	// notAllowed: the gang's namespace may not use its queue (tenancy.go).
+	notAllowed bool
+	minMember  int
+	queue      string
+	priority   int32
+	arrival    int64
+	invalid    string
+	pending    []*podInfo // sorted by name
+	bound      int        // bound or assumed and not failed
 	// member counts by pod phase, for the PodGroup status.
 	nPending, nRunning, nSucceeded, nFailed int32
 	allocated                               core.Vector
@@ -141,6 +143,9 @@ func (s *Store) view(g *gangInfo) *gangView {
 	s.applySpec(g, v)
 	if why := s.unreadableQueues[v.queue]; why != "" && v.invalid == "" {
 		v.invalid = fmt.Sprintf("queue %q cannot be read: %s", v.queue, why)
+	}
+	if why := s.queueRefuses(v.queue, g.namespace); why != "" {
+		v.notAllowed, v.invalid = true, why
 	}
 	return v
 }

@@ -14,8 +14,10 @@ import (
 // Reasons the adapter adds to the core's.
 const (
 	ReasonPodGroupNotFound = "PodGroupNotFound"
-	ReasonScheduled        = "Scheduled"
-	ReasonWaiting          = "Waiting"
+	// ReasonQueueNotAllowed: the gang's namespace may not use its queue.
+	ReasonQueueNotAllowed = "QueueNotAllowed"
+	ReasonScheduled       = "Scheduled"
+	ReasonWaiting         = "Waiting"
 	// ReasonReserved and ReasonNotReserved are the reasons of the Reserved
 	// condition.
 	ReasonReserved    = "Reserved"
@@ -40,6 +42,9 @@ const ReasonTimeout = "Timeout"
 func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
 	if v.missingPG {
 		return verdict{reason: ReasonPodGroupNotFound, message: st.Message()}
+	}
+	if v.notAllowed {
+		return verdict{reason: ReasonQueueNotAllowed, message: st.Message()}
 	}
 	msg, resv, reserved := reservationOf(st)
 	if reserved {

@@ -8,6 +8,7 @@ import (
 	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -44,6 +45,9 @@ type Store struct {
 	// namespace/name, so that its gang reports it.
 	unreadable map[string]string
 	queues     map[string]*v1alpha1.Queue
+	// namespaces holds the labels of namespaces, which queues admit by
+	// (tenancy.go).
+	namespaces map[string]labels.Set
 	// unreadableQueues says why a Queue could not be read, by name, so
 	// that its gangs report it.
 	unreadableQueues map[string]string

@@ -28,8 +28,9 @@ const rbacManifest = "../../deploy/rbac.yaml"
 // TestLeastPrivilege runs the scheduler with nothing but the ServiceAccount
 // and roles of deploy/rbac.yaml (no cluster-admin), under leader election,
 // and checks that everything it must do works: take the Lease, create the
-// default Queue if missing, bind a gang, write PodGroup status and the
-// PodScheduled condition of a waiting pod, evict a lower-priority gang.
+// default Queue if missing, read namespaces, bind a gang, write PodGroup
+// status and the PodScheduled condition of a waiting pod, evict a
+// lower-priority gang, record its state in a ConfigMap.
 func TestLeastPrivilege(t *testing.T) {
 	e := newEnv(t)
 	e.addNodes(kwokNodes("rbac", 2).GPUs(2))
@@ -50,7 +51,7 @@ func TestLeastPrivilege(t *testing.T) {
 	cfg.BearerToken = tok.Status.Token
 	launchScheduler(t, cfg, &scheduler.LeaderElection{Namespace: "phalanx-system", Name: "phalanx-scheduler-e2e",
 		Identity: "e2e", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, true,
-		scheduler.Options{Preemption: true})
+		scheduler.Options{Preemption: true, StateNamespace: "phalanx-system"})
 
 	fits := e.create(gang("fits").Members(2).GPUs(2))
 	waits := e.create(gang("waits").Members(1).GPUs(4))
@@ -66,6 +67,10 @@ func TestLeastPrivilege(t *testing.T) {
 	urgent := e.create(gang("urgent").Members(2).GPUs(2).PriorityClass(e.priorityClass("urgent", 1000)))
 	e.eventually(time.Minute, "fits is evicted for urgent", e.gone(fits))
 	e.eventually(time.Minute, "urgent is bound", e.bound(urgent))
+	e.eventually(30*time.Second, "the scheduler records its state", func(ctx context.Context) error {
+		_, err := kube.CoreV1().ConfigMaps("phalanx-system").Get(ctx, "phalanx-state-phalanx", metav1.GetOptions{})
+		return err
+	})
 	lease, err := kube.CoordinationV1().Leases("phalanx-system").Get(ctx, "phalanx-scheduler-e2e", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "e2e" {
 		t.Errorf("lease %+v (%v), want it held by e2e", lease, err)

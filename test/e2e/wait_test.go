@@ -147,8 +147,13 @@ func (e *env) podsCondition(j *job, typ corev1.PodConditionType, status corev1.C
 }
 
 func (e *env) podCondition(pod string, typ corev1.PodConditionType, status corev1.ConditionStatus, words ...string) check {
+	return e.podConditionIn(e.ns, pod, typ, status, words...)
+}
+
+// podConditionIn is podCondition for a pod of namespace ns.
+func (e *env) podConditionIn(ns, pod string, typ corev1.PodConditionType, status corev1.ConditionStatus, words ...string) check {
 	return func(ctx context.Context) error {
-		p, err := kube.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -214,6 +214,14 @@ type QueueSpec struct {
 	// reserveAfterSeconds.
 	// +optional
 	StrictOrder bool `json:"strictOrder,omitempty"`
+	// NamespaceSelector says which namespaces may put gangs in this queue,
+	// by their labels (every namespace has kubernetes.io/metadata.name).
+	// A gang of another namespace that names the queue waits with reason
+	// QueueNotAllowed and never preempts. Unset, every namespace may, as
+	// on a cluster of one tenant; set it on every queue of a shared
+	// cluster.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // QueueStatus is what the queue holds and waits for.
