@@ -29,41 +29,97 @@ func newRegistry() *registry {
 // (ephemeral-storage, hugepages-*) are not scheduled on.
 func extended(name corev1.ResourceName) bool { return strings.Contains(string(name), "/") }
 
-// vector converts rl. A resource that does not fit in the core's dimensions
-// is reported as a problem rather than silently dropped.
+// maxAmount bounds every amount the adapter hands the core, in the core's
+// units: millicores, bytes, devices, pod slots. It is 10^15 (a thousand
+// million cores, a petabyte of memory), far beyond any real node, and small
+// enough that an int64 holds the sum of 9,223 amounts at the bound: a node's
+// usage, a queue's allocation and the cluster's total cannot wrap around.
+const maxAmount int64 = 1e15
+
+// bound is maxAmount as a Quantity of the named resource.
+func bound(name corev1.ResourceName) resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(maxAmount, resource.DecimalExponent)
+	}
+	return *resource.NewQuantity(maxAmount, resource.DecimalExponent)
+}
+
+// amount converts q, an amount of the named resource, into the core's unit.
+// A negative amount comes back as 0 and one beyond maxAmount as maxAmount,
+// each with a problem that names the resource, the value (in the canonical
+// form the API server shows: 1e16 reads 10e15) and the bound. It compares q
+// before converting it: Value and MilliValue return wrong numbers for
+// quantities an int64 cannot hold.
+func amount(name corev1.ResourceName, q resource.Quantity) (int64, string) {
+	b := bound(name)
+	switch {
+	case q.Sign() < 0:
+		return 0, fmt.Sprintf("requests %s=%s, a negative amount", name, q.String())
+	case q.Cmp(b) > 0:
+		return maxAmount, fmt.Sprintf("requests %s=%s, more than Phalanx can count (at most %s)", name, q.String(), b.String())
+	case name == corev1.ResourceCPU:
+		return q.MilliValue(), ""
+	}
+	return q.Value(), ""
+}
+
+// vector converts rl. Every dimension of the result lies in [0, maxAmount]:
+// an amount out of bounds is clamped to them and reported as a problem, as
+// is a resource that does not fit in the core's dimensions (which is left
+// out). Only the first problem, in the order of the resource names, is
+// reported. A pod's problem makes its gang invalid; for a node's
+// allocatable and a queue's guarantee the clamped amounts are what counts.
 func (r *registry) vector(rl corev1.ResourceList) (core.Vector, string) {
 	var v core.Vector
+	var problem string
 	keys := make([]string, 0, len(rl))
 	for k := range rl {
 		keys = append(keys, string(k))
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		q := rl[corev1.ResourceName(k)]
-		switch corev1.ResourceName(k) {
-		case corev1.ResourceCPU:
-			v[core.CPU] = q.MilliValue()
-		case corev1.ResourceMemory:
-			v[core.Memory] = q.Value()
-		case corev1.ResourcePods:
-			v[core.Pods] = q.Value()
-		default:
-			if !extended(corev1.ResourceName(k)) || q.IsZero() {
+		name := corev1.ResourceName(k)
+		d := fixed(name)
+		if d < 0 && !extended(name) {
+			continue
+		}
+		n, why := amount(name, rl[name])
+		if problem == "" {
+			problem = why
+		}
+		if d < 0 {
+			if n == 0 {
 				continue
 			}
-			d := r.names.Index(k)
-			if d < 0 {
+			if d = r.names.Index(k); d < 0 {
 				if len(r.names) == core.MaxDims {
-					return v, fmt.Sprintf("resource %s is one extended resource too many: Phalanx tracks at most %d (%s)",
-						k, core.MaxDims-core.FirstExtended, strings.Join(r.names[core.FirstExtended:], ", "))
+					if problem == "" {
+						problem = fmt.Sprintf("resource %s is one extended resource too many: Phalanx tracks at most %d (%s)",
+							k, core.MaxDims-core.FirstExtended, strings.Join(r.names[core.FirstExtended:], ", "))
+					}
+					continue
 				}
 				r.names = append(r.names, k)
 				d = len(r.names) - 1
 			}
-			v[d] = q.Value()
 		}
+		v[d] = n
 	}
-	return v, ""
+	return v, problem
+}
+
+// fixed returns the dimension of cpu, memory or pods, and -1 for any other
+// resource.
+func fixed(name corev1.ResourceName) int {
+	switch name {
+	case corev1.ResourceCPU:
+		return core.CPU
+	case corev1.ResourceMemory:
+		return core.Memory
+	case corev1.ResourcePods:
+		return core.Pods
+	}
+	return -1
 }
 
 // podRequests is what a pod asks of its node, as kube-scheduler counts it:
@@ -124,22 +180,21 @@ func (r *registry) resourceList(v core.Vector) corev1.ResourceList {
 }
 
 // limits converts a queue's capability: resources it does not list are
-// unlimited.
+// unlimited, and so are those it caps beyond maxAmount. A negative cap is 0.
 func (r *registry) limits(rl corev1.ResourceList) (core.Vector, string) {
 	v, problem := r.vector(rl)
 	out := core.Unbounded()
-	for name := range rl {
-		switch {
-		case name == corev1.ResourceCPU:
-			out[core.CPU] = v[core.CPU]
-		case name == corev1.ResourceMemory:
-			out[core.Memory] = v[core.Memory]
-		case name == corev1.ResourcePods:
-			out[core.Pods] = v[core.Pods]
-		case extended(name):
-			if d := r.names.Index(string(name)); d >= 0 {
-				out[d] = v[d]
-			}
+	for name, q := range rl {
+		d := fixed(name)
+		if d < 0 && extended(name) {
+			d = r.names.Index(string(name))
+		}
+		if d < 0 {
+			continue
+		}
+		out[d] = v[d]
+		if b := bound(name); q.Cmp(b) > 0 {
+			out[d] = core.Unlimited
 		}
 	}
 	return out, problem
