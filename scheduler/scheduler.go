@@ -89,8 +89,11 @@ type Options struct {
 	StateNamespace string
 	// Now is the clock; nil means time.Now. Tests inject their own.
 	Now func() time.Time
-	// Dynamic, if set, lets the scheduler read the PodGroups of other
-	// schedulers' APIs (ForeignPodGroups) that the cluster serves.
+	// Dynamic, if set, is how the scheduler reads its own PodGroups and
+	// Queues, one object at a time (decode.go), and the PodGroups of other
+	// schedulers' APIs (ForeignPodGroups) that the cluster serves. Without
+	// it (narrow unit tests) it uses typed informers, which one object that
+	// does not decode keeps from syncing.
 	Dynamic dynamic.Interface
 }
 
