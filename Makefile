@@ -44,6 +44,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME) ./workload
 	$(GO) test -run '^$$' -fuzz FuzzReadScenario -fuzztime $(FUZZTIME) ./workload
 	$(GO) test -run '^$$' -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./scheduler
+	$(GO) test -run '^$$' -fuzz FuzzPodReader -fuzztime $(FUZZTIME) ./scheduler
+	$(GO) test -run '^$$' -fuzz FuzzForeignPodGroup -fuzztime $(FUZZTIME) ./scheduler
+	$(GO) test -run '^$$' -fuzz FuzzQueueReader -fuzztime $(FUZZTIME) ./scheduler
 
 # Generated code: deepcopy functions and CRD manifests, from the kubebuilder
 # markers in apis/. `make verify-generate` fails if they are stale.
