@@ -105,7 +105,7 @@ func (w *statusWriter) restore(key writeKey, job writeJob) bool {
 	return true
 }
 
-// run starts the writer's workers; they stop when ctx ends.
+// runWriters starts the writer's workers; they stop when ctx ends.
 func (s *Scheduler) runWriters(ctx context.Context) {
 	w := s.writer
 	go func() {
