@@ -99,12 +99,15 @@ func TestChaos(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("kill loop seed %d", seed)
 
-	// The kill loop: start a run; kill it as soon as it has bound more pods
-	// since the previous look while some gang is partly bound, or after a
-	// random 1-4 s; start the next run at once. A kill is mid-bind when the
-	// killed run itself bound pods and some gang was partly bound at the
-	// moment of the kill.
-	var kills, midBind, timerKills int
+	// The kill loop: start a run; kill it as soon as the watch shows more
+	// pods bound than at its previous look while some gang is partly bound,
+	// or after a random 1-4 s; list the pods; start the next run. The list,
+	// read from the API server after the kill, is what the killed run left:
+	// the kill landed mid-bind when that run bound pods and left a gang
+	// partly bound. (The watch alone would not do: under this load it lags
+	// the API server by up to a second.)
+	var kills, midBind, timerKills, outOfOrder int
+	left := boundView{} // what the previous runs left
 	loopEnd := time.Now().Add(killPhase)
 	for {
 		sched.start()
@@ -124,50 +127,53 @@ func TestChaos(t *testing.T) {
 
 		delay := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
 		deadline := time.Now().Add(delay)
-		baseline, last := -1, -1
-		progress := false
+		last := -1
+		trigger := "bind progress"
 		for {
 			time.Sleep(20 * time.Millisecond)
 			sched.mustBeAlive()
-			bound, partial := binds.observe(sizes)
-			if last >= 0 && bound > last && len(partial) > 0 {
-				progress = true
+			seen := binds.observe(sizes)
+			if last >= 0 && seen.total() > last && len(seen.partial(sizes)) > 0 {
 				break
 			}
 			if last >= 0 || sched.ready() {
-				if baseline < 0 {
-					baseline = bound
-				}
-				last = bound
+				last = seen.total()
 			}
 			if time.Now().After(deadline) {
 				timerKills++
+				trigger = "after " + delay.Round(time.Millisecond).String()
 				break
 			}
 		}
-		bound, partial := binds.observe(sizes)
 		sched.kill()
 		kills++
-		mid := baseline >= 0 && bound > baseline && len(partial) > 0
+		prev := left
+		var err error
+		if left, err = e.boundPerGang(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		partial := left.partial(sizes)
+		mid := left.total() > prev.total() && len(partial) > 0
 		if mid {
 			midBind++
 		}
-		trigger := "bind progress"
-		if !progress {
-			trigger = "after " + delay.Round(time.Millisecond).String()
+		t.Logf("kill %d (%s, run %d): the run bound %s; it left %d pods bound, partly bound: %s; mid-bind=%v",
+			kills, trigger, sched.runs, left.since(prev), left.total(), strings.Join(partial, ", "), mid)
+		if early := left.startedBefore(prev, sizes); early != "" {
+			outOfOrder++
+			t.Logf("  run %d started %s", sched.runs, early)
 		}
-		t.Logf("kill %d (%s, run %d): %d pods bound, partly bound: %s; mid-bind=%v",
-			kills, trigger, sched.runs, bound, strings.Join(partial, ", "), mid)
 
 		// Nothing left to bind: no later kill can land mid-bind.
-		if allMade && len(partial) == 0 && !progress && bound == last && baseline == bound {
+		if allMade && len(partial) == 0 && left.total() == prev.total() {
 			t.Logf("the scheduler has nothing left to bind; the kill loop stops")
 			sched.start()
 			break
 		}
 	}
-	t.Logf("%d kills in %v: %d mid-bind, %d after the random delay; %d runs",
-		kills, time.Since(start).Round(time.Second), midBind, timerKills, sched.runs)
+	t.Logf("%d kills in %v: %d mid-bind, %d after the random delay; %d runs; %d runs bound a new gang "+
+		"before completing the partly bound ones they started with", kills, time.Since(start).Round(time.Second),
+		midBind, timerKills, sched.runs, outOfOrder)
 	if midBind < wantMidBind {
 		t.Errorf("%d kills landed mid-bind, want at least %d", midBind, wantMidBind)
 	}
@@ -180,6 +186,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("settled %v after the first create; pods seen bound: %d; the last run's counters:\n%s",
 		time.Since(start).Round(time.Second), binds.seenBound(), sched.metrics("phalanx_pods_bound_total",
 			"phalanx_bind_errors_total", "phalanx_status_writes_total", "phalanx_evictions_total", "phalanx_status_backlog"))
+	t.Logf("error lines in the runs' logs: %s", sched.errorLines(8))
 }
 
 // buildPhalanx builds this checkout's phalanx binary into the test's temp
@@ -365,6 +372,39 @@ func (p *schedulerProcess) metrics(names ...string) string {
 	return strings.Join(out, "\n")
 }
 
+// errorLines counts the klog error lines (E...) of every run's log and
+// quotes up to n of them, one per distinct message, for the test's log.
+func (p *schedulerProcess) errorLines(n int) string {
+	logs, _ := filepath.Glob(filepath.Join(p.dir, "scheduler-*.log"))
+	count := 0
+	seen := map[string]bool{}
+	var quoted []string
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "E") {
+				continue
+			}
+			count++
+			msg := line
+			if i := strings.Index(line, "] "); i >= 0 {
+				msg = line[i+2:]
+			}
+			if key, _, _ := strings.Cut(msg, "err="); !seen[key] && len(quoted) < n {
+				seen[key] = true
+				quoted = append(quoted, "  "+filepath.Base(f)+": "+line)
+			}
+		}
+	}
+	if count == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d, of which:\n%s", count, strings.Join(quoted, "\n"))
+}
+
 // tail returns the last n lines of the file.
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
@@ -431,24 +471,77 @@ func (e *env) watchBinds() *bindLog {
 	return l
 }
 
-// observe returns how many pods of the given gangs are bound, and the
-// gangs partly bound ("name bound/size"), as the watch has them now.
-func (l *bindLog) observe(sizes map[string]int) (bound int, partial []string) {
-	per := map[string]int{}
+// boundView is how many pods of each gang are bound.
+type boundView map[string]int
+
+// observe counts the bound pods of the given gangs, as the watch has them.
+func (l *bindLog) observe(sizes map[string]int) boundView {
+	v := boundView{}
 	for _, obj := range l.store.List() {
 		p := obj.(*corev1.Pod)
 		if _, ok := sizes[p.Labels[labelJob]]; ok && p.Spec.NodeName != "" {
-			per[p.Labels[labelJob]]++
-			bound++
+			v[p.Labels[labelJob]]++
 		}
 	}
-	for g, n := range per {
+	return v
+}
+
+func (v boundView) total() int {
+	n := 0
+	for _, c := range v {
+		n += c
+	}
+	return n
+}
+
+// partial lists the gangs partly bound, as "name bound/size".
+func (v boundView) partial(sizes map[string]int) []string {
+	var out []string
+	for g, n := range v {
 		if n < sizes[g] {
-			partial = append(partial, fmt.Sprintf("%s %d/%d", g, n, sizes[g]))
+			out = append(out, fmt.Sprintf("%s %d/%d", g, n, sizes[g]))
 		}
 	}
-	sort.Strings(partial)
-	return bound, partial
+	sort.Strings(out)
+	return out
+}
+
+// since lists the gangs that have more pods bound than in old, as
+// "name +n".
+func (v boundView) since(old boundView) string {
+	var out []string
+	for g, n := range v {
+		if d := n - old[g]; d > 0 {
+			out = append(out, fmt.Sprintf("%s +%d", g, d))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
+}
+
+// startedBefore names the gangs that had no pod bound in old and have some
+// in v, if some gang partly bound in old still is in v: binds of new gangs
+// that went out before the partly bound gangs were completed. It returns ""
+// otherwise.
+func (v boundView) startedBefore(old boundView, sizes map[string]int) string {
+	var started, waiting []string
+	for g, n := range v {
+		if old[g] == 0 && n > 0 {
+			started = append(started, fmt.Sprintf("%s (%d/%d)", g, n, sizes[g]))
+		}
+		if o := old[g]; o > 0 && o < sizes[g] && n < sizes[g] {
+			waiting = append(waiting, fmt.Sprintf("%s (%d/%d)", g, n, sizes[g]))
+		}
+	}
+	if len(started) == 0 || len(waiting) == 0 {
+		return ""
+	}
+	sort.Strings(started)
+	sort.Strings(waiting)
+	return strings.Join(started, ", ") + " while " + strings.Join(waiting, ", ") + ", partly bound when it started, were still incomplete"
 }
 
 // noDoubleBind: no pod was ever seen bound to two nodes.
@@ -472,12 +565,12 @@ func (l *bindLog) seenBound() int {
 
 // boundPerGang counts the bound pods of each gang of the namespace, as the
 // API server has them.
-func (e *env) boundPerGang(ctx context.Context) (map[string]int, error) {
+func (e *env) boundPerGang(ctx context.Context) (boundView, error) {
 	l, err := kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	per := map[string]int{}
+	per := boundView{}
 	for _, p := range l.Items {
 		if p.Spec.NodeName != "" {
 			per[p.Labels[labelJob]]++
