@@ -218,17 +218,7 @@ func (c *cycle) runFairShare() {
 	// needs. Each queue's gangs are sorted with them at the front.
 	for _, qs := range h {
 		for qs.next < len(qs.gangs) && partial(qs.gangs[qs.next]) {
-			g := qs.gangs[qs.next]
-			qs.next++
-			switch {
-			case qs.blockedBy != nil:
-				c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
-					Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
-			case c.tryGang(g, qs):
-				qs.updateShare()
-			case qs.q.StrictOrder:
-				qs.blockedBy = g
-			}
+			c.visitNext(qs)
 		}
 	}
 	live := h[:0]
@@ -241,22 +231,28 @@ func (c *cycle) runFairShare() {
 	heap.Init(&h)
 	for h.Len() > 0 {
 		qs := h[0]
-		g := qs.gangs[qs.next]
-		qs.next++
-		switch {
-		case qs.blockedBy != nil && g.Bound < g.MinMember:
-			c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
-				Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
-		case c.tryGang(g, qs):
-			qs.updateShare()
-		case qs.q.StrictOrder:
-			qs.blockedBy = g
-		}
+		c.visitNext(qs)
 		if qs.next == len(qs.gangs) {
 			heap.Pop(&h)
 		} else {
 			heap.Fix(&h, 0)
 		}
+	}
+}
+
+// visitNext gives the next gang of qs its turn: it is placed, or it blocks
+// a StrictOrder queue, or it waits behind the gang that blocks it.
+func (c *cycle) visitNext(qs *queueState) {
+	g := qs.gangs[qs.next]
+	qs.next++
+	switch {
+	case qs.blockedBy != nil && g.Bound < g.MinMember:
+		c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
+			Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
+	case c.tryGang(g, qs):
+		qs.updateShare()
+	case qs.q.StrictOrder:
+		qs.blockedBy = g
 	}
 }
 

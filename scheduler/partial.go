@@ -6,10 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 )
 
 // Partial gangs: a gang that holds some members but not its minimum.
@@ -54,27 +50,8 @@ func (s *Scheduler) releasePartial(ctx context.Context, v *gangView, timeout tim
 			continue
 		}
 		s.store.MarkEvicting(p.pod.UID)
-		pod := p.pod
 		why := fmt.Sprintf("Evicted from %s: gang %s held %d of its %d members for more than %v without the rest fitting; "+
 			"its members are released so that they hold no room for a gang that cannot run", p.node, v.info.name, v.bound, v.minMember, timeout)
-		s.spawn(ctx, s.bindSem, func(release func()) {
-			ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-			err := s.kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
-			release()
-			switch {
-			case err == nil || apierrors.IsNotFound(err):
-			case ctx.Err() != nil:
-				return
-			default:
-				s.metrics.Evictions.WithLabelValues("partial", "error").Inc()
-				klog.FromContext(ctx).Error(err, "Eviction of a member of a partial gang refused; tried again later", "pod", klog.KObj(pod))
-				s.send(ctx, func() { s.store.EvictionRefused(pod.UID, v.info.key, err.Error()) })
-				return
-			}
-			s.metrics.Evictions.WithLabelValues("partial", "ok").Inc()
-			if s.recorder != nil {
-				s.recorder.Event(pod, corev1.EventTypeWarning, "PartialGangReleased", why)
-			}
-		})
+		s.postEviction(ctx, p.pod, "partial", v.info.key, nil, corev1.EventTypeWarning, "PartialGangReleased", why)
 	}
 }

@@ -227,19 +227,32 @@ func (s *Scheduler) carryOut(ctx context.Context, plan core.Plan, views map[stri
 // time a hold for a preemptor counts on when pods keep their own.
 const defaultGraceSeconds = 30
 
-// evict posts the eviction of pod.
+// evict posts the eviction of pod, a victim of preemption or reclaim.
 func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction) {
-	kind := "preempt"
+	kind, why := "preempt", fmt.Sprintf("Preempted on %s to make room for gang %s, of higher priority", e.Node, e.Preemptor)
 	if e.Reclaim {
-		kind = "reclaim"
+		kind, why = "reclaim", fmt.Sprintf("Reclaimed on %s for gang %s: this pod's queue holds more than its deserved share", e.Node, e.Preemptor)
 	}
+	var grace *int64
+	if g := s.opts.PreemptionGracePeriod; g > 0 {
+		secs := int64(g.Seconds())
+		if own := pod.Spec.TerminationGracePeriodSeconds; own == nil || *own > secs {
+			grace = &secs
+		}
+	}
+	s.postEviction(ctx, pod, kind, e.Preemptor, grace, corev1.EventTypeNormal, "Preempted", why)
+}
+
+// postEviction posts the Eviction (policy/v1) of pod off the loop, with the
+// grace period given or the pod's own, and records an Event of reason and
+// message on it once the eviction is accepted. A refused eviction is
+// counted, logged, and handed to the loop (EvictionRefused) for gang, the
+// gang the room was for, whose status then says why.
+func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gang string, grace *int64, eventType, reason, message string) {
 	s.spawn(ctx, s.bindSem, func(release func()) {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-		if g := s.opts.PreemptionGracePeriod; g > 0 {
-			secs := int64(g.Seconds())
-			if own := pod.Spec.TerminationGracePeriodSeconds; own == nil || *own > secs {
-				ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: &secs}
-			}
+		if grace != nil {
+			ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: grace}
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
 		release()
@@ -249,18 +262,14 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 			return
 		default:
 			s.metrics.Evictions.WithLabelValues(kind, "error").Inc()
-			klog.FromContext(ctx).Error(err, "Eviction refused; the victim is chosen afresh in a later cycle", "pod", klog.KObj(pod), "preemptor", e.Preemptor)
+			klog.FromContext(ctx).Error(err, "Eviction refused; tried again in a later cycle", "pod", klog.KObj(pod), "kind", kind, "for", gang)
 			why := fmt.Sprintf("the eviction of %s/%s was refused (%v); it is tried again after %v", pod.Namespace, pod.Name, err, evictionRetry)
-			s.send(ctx, func() { s.store.EvictionRefused(pod.UID, e.Preemptor, why) })
+			s.send(ctx, func() { s.store.EvictionRefused(pod.UID, gang, why) })
 			return
 		}
 		s.metrics.Evictions.WithLabelValues(kind, "ok").Inc()
 		if s.recorder != nil {
-			why := fmt.Sprintf("Preempted on %s to make room for gang %s, of higher priority", e.Node, e.Preemptor)
-			if e.Reclaim {
-				why = fmt.Sprintf("Reclaimed on %s for gang %s: this pod's queue holds more than its deserved share", e.Node, e.Preemptor)
-			}
-			s.recorder.Event(pod, corev1.EventTypeNormal, "Preempted", why)
+			s.recorder.Event(pod, eventType, reason, message)
 		}
 	})
 }

@@ -174,24 +174,39 @@ func TestHoldForFailedMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost := "train-worker-0"
-	zero := int64(0)
-	if err := kube.CoreV1().Pods(e.ns).Delete(e.ctx, lost, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-		t.Fatal(err)
-	}
-	e.eventually(10*time.Second, lost+" is gone", e.gone(&job{name: "train", pods: []string{lost}}))
+	lost := e.loseMember(train, "train-worker-0")
 
 	greedy := e.create(gang("greedy").Members(1).GPUs(4).Queue(queue).RunFor("5s"))
 	e.consistently(3*time.Second, "greedy to leave the held room alone", e.noneBound(greedy))
 
-	var replacement *corev1.Pod
-	for _, p := range trainJob.Pods() {
-		if p.Name == lost {
-			replacement = e.createPod(p)
-		}
-	}
+	replacement := e.replaceMember(trainJob, lost)
 	e.eventually(30*time.Second, "the replacement returns to its member's node", e.podOn(replacement.Name, nodes[lost]))
 	e.consistently(2*time.Second, "greedy to wait while train runs", e.noneBound(greedy))
+}
+
+// loseMember deletes the running member lost of j at once, as a node
+// failure would, and waits until it is gone.
+func (e *env) loseMember(j *job, lost string) string {
+	e.t.Helper()
+	zero := int64(0)
+	if err := kube.CoreV1().Pods(e.ns).Delete(e.ctx, lost, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.eventually(10*time.Second, lost+" is gone", e.gone(&job{name: j.name, pods: []string{lost}}))
+	return lost
+}
+
+// replaceMember creates the member lost of the job b builds again, as its
+// operator would.
+func (e *env) replaceMember(b *jobBuilder, lost string) *corev1.Pod {
+	e.t.Helper()
+	for _, p := range b.Pods() {
+		if p.Name == lost {
+			return e.createPod(p)
+		}
+	}
+	e.t.Fatalf("job %s has no member %s", b.name, lost)
+	return nil
 }
 
 // podOn: the named pod is bound to node.

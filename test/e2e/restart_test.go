@@ -11,7 +11,6 @@ import (
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/scheduler"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -101,12 +100,7 @@ func TestHoldAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lost := "train-worker-0"
-	zero := int64(0)
-	if err := kube.CoreV1().Pods(e.ns).Delete(e.ctx, lost, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
-		t.Fatal(err)
-	}
-	e.eventually(10*time.Second, lost+" is gone", e.gone(&job{name: "train", pods: []string{lost}}))
+	lost := e.loseMember(train, "train-worker-0")
 	e.eventually(10*time.Second, "the hold is recorded", func(ctx context.Context) error {
 		cm, err := kube.CoreV1().ConfigMaps(e.ns).Get(ctx, "phalanx-state-phalanx", metav1.GetOptions{})
 		if err != nil {
@@ -122,12 +116,7 @@ func TestHoldAcrossRestart(t *testing.T) {
 
 	greedy := e.create(gang("greedy").Members(1).GPUs(4).RunFor("5s"))
 	e.consistently(holdStill, "greedy to leave the held room alone after the restart", e.noneBound(greedy))
-	var replacement *corev1.Pod
-	for _, p := range trainJob.Pods() {
-		if p.Name == lost {
-			replacement = e.createPod(p)
-		}
-	}
+	replacement := e.replaceMember(trainJob, lost)
 	e.eventually(30*time.Second, "the replacement returns to its member's node", e.podOn(replacement.Name, nodes[lost]))
 	e.eventually(10*time.Second, "no node over its GPUs", gpusWithinCapacity)
 }
