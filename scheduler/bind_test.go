@@ -87,3 +87,40 @@ func TestFailedBindIsRepaired(t *testing.T) {
 		t.Errorf("bind attempts %v, want job-a twice (refused, then repaired) and job-b once", attempts)
 	}
 }
+
+// TestCallsRunInOrder: binds and evictions start in the order the loop
+// queued them, so a cycle's plan order (partial gangs first) holds at the
+// API server; with several workers every call still runs once.
+func TestCallsRunInOrder(t *testing.T) {
+	for _, workers := range []int{1, 8} {
+		s := &Scheduler{opts: Options{BindWorkers: workers}, calls: newCallQueue()}
+		ctx, cancel := context.WithCancel(context.Background())
+		var mu sync.Mutex
+		var order []int
+		var all sync.WaitGroup
+		const n = 500
+		all.Add(n)
+		for i := range n {
+			s.dispatch(func() {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				all.Done()
+			})
+		}
+		s.runCallers(ctx)
+		all.Wait()
+		cancel()
+		s.inflight.Wait()
+		if len(order) != n {
+			t.Fatalf("%d workers: %d calls ran, want %d", workers, len(order), n)
+		}
+		if workers == 1 {
+			for i, got := range order {
+				if got != i {
+					t.Fatalf("1 worker: call %d ran in place %d", got, i)
+				}
+			}
+		}
+	}
+}

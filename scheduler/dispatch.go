@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
@@ -17,19 +18,19 @@ import (
 )
 
 // This file carries out a cycle's outcome: binds, status writes, pod
-// conditions and Events. Every API call runs off the loop goroutine, bounded
-// by a semaphore; what the loop must learn from it comes back through the
-// inbox.
+// conditions and Events. Every API call runs off the loop goroutine: binds
+// and evictions on the call workers, in the order they were decided,
+// statuses on the status writer (writer.go); what the loop must learn from
+// them comes back through the inbox.
 
 // bind posts the binding of pod to node. The pod is already assumed there.
 func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
-	s.spawn(ctx, s.bindSem, func(release func()) {
+	s.dispatch(func() {
 		binding := &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
-		release()
 		if err != nil && ctx.Err() != nil {
 			return // shutting down; the next leader sees the pod unbound
 		}
@@ -49,19 +50,71 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
 	})
 }
 
-// spawn runs f off the loop goroutine once sem has room, unless ctx ends
-// first; f calls release when it no longer needs its slot.
-func (s *Scheduler) spawn(ctx context.Context, sem chan struct{}, f func(release func())) {
-	s.inflight.Add(1)
-	go func() {
-		defer s.inflight.Done()
+// callQueue holds the binds and evictions of cycles until a call worker
+// takes them, first in, first out: a cycle's binds start in the order the
+// core planned them, so the gangs it placed first (a partial gang before
+// any other) are bound first, whatever the Go runtime's order of goroutines.
+type callQueue struct {
+	mu    sync.Mutex
+	calls []func()
+	wake  chan struct{}
+}
+
+func newCallQueue() *callQueue { return &callQueue{wake: make(chan struct{}, 1)} }
+
+// push queues call and wakes a worker.
+func (q *callQueue) push(call func()) {
+	q.mu.Lock()
+	q.calls = append(q.calls, call)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pop takes the oldest call, and wakes another worker if more wait.
+func (q *callQueue) pop() (func(), bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.calls) == 0 {
+		return nil, false
+	}
+	call := q.calls[0]
+	q.calls[0] = nil
+	q.calls = q.calls[1:]
+	if len(q.calls) > 0 {
 		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return
+		case q.wake <- struct{}{}:
+		default:
 		}
-		f(func() { <-sem })
-	}()
+	}
+	return call, true
+}
+
+// dispatch queues call, an API call, for the call workers.
+func (s *Scheduler) dispatch(call func()) { s.calls.push(call) }
+
+// runCallers starts BindWorkers call workers; they stop when ctx ends,
+// leaving what is still queued (a new leader sees those pods unbound).
+func (s *Scheduler) runCallers(ctx context.Context) {
+	for range s.opts.BindWorkers {
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			for {
+				if call, ok := s.calls.pop(); ok {
+					call()
+					continue
+				}
+				select {
+				case <-s.calls.wake:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 }
 
 // writeCache remembers, per object, the last status the loop handed the

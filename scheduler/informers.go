@@ -44,8 +44,12 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 	// Only the loop goroutine runs the handlers' closures, and so uses it.
 	unread := unreadable{}
 
+	// The handlers' registrations: a cache that has synced may still hold
+	// events its handler has not been given; the first cycle waits until
+	// every handler has seen the initial list.
+	var registered []cache.InformerSynced
 	on := func(inf cache.SharedIndexInformer, set func(obj any), del func(obj any)) error {
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { s.send(ctx, func() { set(obj) }) },
 			UpdateFunc: func(_, obj any) { s.send(ctx, func() { set(obj) }) },
 			DeleteFunc: func(obj any) {
@@ -55,6 +59,9 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 				s.send(ctx, func() { del(obj) })
 			},
 		})
+		if err == nil {
+			registered = append(registered, reg.HasSynced)
+		}
 		return err
 	}
 	handlers := []handler{
@@ -145,6 +152,9 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 				synced[gvr.String()] = ok
 			}
 		}
+		// Every handler has queued the closures of the initial list; the
+		// drain below applies them before the first cycle.
+		synced["event handlers"] = cache.WaitForCacheSync(ctx.Done(), registered...)
 		close(done)
 	}()
 	for {

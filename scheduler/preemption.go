@@ -249,13 +249,12 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 // counted, logged, and handed to the loop (EvictionRefused) for gang, the
 // gang the room was for, whose status then says why.
 func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gang string, grace *int64, eventType, reason, message string) {
-	s.spawn(ctx, s.bindSem, func(release func()) {
+	s.dispatch(func() {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 		if grace != nil {
 			ev.DeleteOptions = &metav1.DeleteOptions{GracePeriodSeconds: grace}
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
-		release()
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 		case ctx.Err() != nil:

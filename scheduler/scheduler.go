@@ -167,7 +167,7 @@ type Scheduler struct {
 	// lastState what was last handed the writer.
 	stateName string
 	lastState []byte
-	bindSem   chan struct{}
+	calls     *callQueue
 	inflight  sync.WaitGroup
 }
 
@@ -207,7 +207,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 		verdicts: map[string]verdict{},
 		written:  newWriteCache(),
 		writer:   newStatusWriter(),
-		bindSem:  make(chan struct{}, opts.BindWorkers),
+		calls:    newCallQueue(),
 	}, nil
 }
 
@@ -233,6 +233,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.loadState(ctx)
 	s.runWriters(ctx)
+	s.runCallers(ctx)
 	s.ready.Store(true)
 	logger.Info("Scheduler started", "schedulerNames", s.opts.SchedulerNames)
 	s.loop(ctx)
