@@ -48,6 +48,9 @@ type Store struct {
 	// namespaces holds the labels of namespaces, which queues admit by
 	// (tenancy.go).
 	namespaces map[string]labels.Set
+	// admissions holds the parsed namespaceSelector of each Queue that
+	// has one.
+	admissions map[string]admission
 	// unreadableQueues says why a Queue could not be read, by name, so
 	// that its gangs report it.
 	unreadableQueues map[string]string
@@ -144,24 +147,27 @@ type gangInfo struct {
 // NewStore returns an empty store serving the given scheduler names.
 func NewStore(schedulerNames []string) *Store {
 	s := &Store{
-		res:         newRegistry(),
-		constraints: newConstraintsCache(),
-		ours:        map[string]bool{},
-		others:      map[string]int{},
-		nodes:       map[string]*nodeInfo{},
-		offNodes:    map[string]core.Vector{},
-		pods:        map[types.UID]*podInfo{},
-		gangs:       map[string]*gangInfo{},
-		podGroups:   map[string]*v1alpha1.PodGroup{},
-		foreign:     map[string]map[string]*v1alpha1.PodGroup{},
-		unreadable:  map[string]string{},
-		queues:      map[string]*v1alpha1.Queue{},
-		priorities:  map[string]int32{},
-		history:     map[string]*runTimes{},
-		evicting:    map[types.UID]bool{},
-		refused:     map[types.UID]int64{},
-		refusals:    map[string]string{},
-		holds:       map[string][]heldRoom{},
+		res:              newRegistry(),
+		constraints:      newConstraintsCache(),
+		ours:             map[string]bool{},
+		others:           map[string]int{},
+		nodes:            map[string]*nodeInfo{},
+		offNodes:         map[string]core.Vector{},
+		pods:             map[types.UID]*podInfo{},
+		gangs:            map[string]*gangInfo{},
+		podGroups:        map[string]*v1alpha1.PodGroup{},
+		foreign:          map[string]map[string]*v1alpha1.PodGroup{},
+		unreadable:       map[string]string{},
+		queues:           map[string]*v1alpha1.Queue{},
+		namespaces:       map[string]labels.Set{},
+		admissions:       map[string]admission{},
+		unreadableQueues: map[string]string{},
+		priorities:       map[string]int32{},
+		history:          map[string]*runTimes{},
+		evicting:         map[types.UID]bool{},
+		refused:          map[types.UID]int64{},
+		refusals:         map[string]string{},
+		holds:            map[string][]heldRoom{},
 
 		gpuModelLabel: DefaultGPUModelLabel,
 		now:           time.Now,
@@ -429,21 +435,24 @@ func (s *Store) podGroup(key string) *v1alpha1.PodGroup {
 }
 
 // SetQueue adds or replaces a Queue.
-func (s *Store) SetQueue(q *v1alpha1.Queue) { s.queues[q.Name] = q }
+func (s *Store) SetQueue(q *v1alpha1.Queue) {
+	s.queues[q.Name] = q
+	s.setAdmission(q)
+}
 
 // DeleteQueue removes a Queue; its gangs wait, saying so.
-func (s *Store) DeleteQueue(name string) { delete(s.queues, name) }
+func (s *Store) DeleteQueue(name string) {
+	delete(s.queues, name)
+	delete(s.admissions, name)
+}
 
 // SetUnreadableQueue records that the Queue name could not be read, and
 // why; an empty why clears it. It reports whether the reason changed.
 func (s *Store) SetUnreadableQueue(name, why string) bool {
 	old := s.unreadableQueues[name]
-	switch {
-	case why == "":
+	if why == "" {
 		delete(s.unreadableQueues, name)
-	case s.unreadableQueues == nil:
-		s.unreadableQueues = map[string]string{name: why}
-	default:
+	} else {
 		s.unreadableQueues[name] = why
 	}
 	return old != why

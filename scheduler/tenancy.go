@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,34 +21,46 @@ import (
 // every namespace, as a cluster of one tenant expects.
 
 // SetNamespace records a namespace's labels.
-func (s *Store) SetNamespace(ns *corev1.Namespace) {
-	if s.namespaces == nil {
-		s.namespaces = map[string]labels.Set{}
-	}
-	s.namespaces[ns.Name] = labels.Set(ns.Labels)
-}
+func (s *Store) SetNamespace(ns *corev1.Namespace) { s.namespaces[ns.Name] = labels.Set(ns.Labels) }
 
 // DeleteNamespace forgets a namespace.
 func (s *Store) DeleteNamespace(name string) { delete(s.namespaces, name) }
 
+// admission is a Queue's namespaceSelector, parsed once when the Queue is
+// set rather than for every gang in every cycle; err says why it cannot be.
+type admission struct {
+	selector labels.Selector
+	err      error
+}
+
+// setAdmission parses q's namespaceSelector; a Queue without one admits
+// every namespace and needs no entry.
+func (s *Store) setAdmission(q *v1alpha1.Queue) {
+	if q.Spec.NamespaceSelector == nil {
+		delete(s.admissions, q.Name)
+		return
+	}
+	sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
+	s.admissions[q.Name] = admission{selector: sel, err: err}
+}
+
 // queueRefuses says why gangs of namespace may not use queue, or "" if
 // they may (or the queue does not exist: the core says so).
 func (s *Store) queueRefuses(queue, namespace string) string {
-	q := s.queues[queue]
-	if q == nil || q.Spec.NamespaceSelector == nil {
+	a, selective := s.admissions[queue]
+	switch {
+	case !selective:
 		return ""
-	}
-	sel, err := metav1.LabelSelectorAsSelector(q.Spec.NamespaceSelector)
-	if err != nil {
-		return fmt.Sprintf("queue %s has a namespaceSelector that cannot be read (%v): no namespace may use it", queue, err)
+	case a.err != nil:
+		return fmt.Sprintf("queue %s has a namespaceSelector that cannot be read (%v): no namespace may use it", queue, a.err)
 	}
 	nsLabels, known := s.namespaces[namespace]
 	if !known {
-		return fmt.Sprintf("namespace %s is not known yet; queue %s admits namespaces by label (%s)", namespace, queue, sel)
+		return fmt.Sprintf("namespace %s is not known yet; queue %s admits namespaces by label (%s)", namespace, queue, a.selector)
 	}
-	if !sel.Matches(nsLabels) {
+	if !a.selector.Matches(nsLabels) {
 		return fmt.Sprintf("namespace %s may not use queue %s: its labels do not match the queue's namespaceSelector (%s)",
-			namespace, queue, sel)
+			namespace, queue, a.selector)
 	}
 	return ""
 }
