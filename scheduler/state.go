@@ -160,21 +160,17 @@ func (s *Scheduler) saveState() {
 	}
 	s.lastState = data
 	ns, name := s.opts.StateNamespace, s.stateName
+	// The leader is the ConfigMap's only writer: it is replaced whole,
+	// without a resourceVersion, so one write costs one request.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{"app.kubernetes.io/name": "phalanx-scheduler"}},
+		Data: map[string]string{stateKey: string(data)}}
 	s.writer.put(writeKey{kindState, name}, writeJob{do: func(ctx context.Context) error {
 		cms := s.kube.CoreV1().ConfigMaps(ns)
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-				Labels: map[string]string{"app.kubernetes.io/name": "phalanx-scheduler"}},
-				Data: map[string]string{stateKey: string(data)}}
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-			return err
 		}
-		if err != nil {
-			return err
-		}
-		cm.Data = map[string]string{stateKey: string(data)}
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	}})
 }
