@@ -144,7 +144,7 @@ func TestFromForeignNumbers(t *testing.T) {
 		}
 		s := NewStore([]string{"phalanx"})
 		s.SetPod(testPod("w-0").Group("tfjob").Obj())
-		s.SetForeignPodGroup("scheduling.volcano.sh", pg)
+		s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
 		s.SetQueue(testQueue(v1alpha1.DefaultQueue))
 		snap, _ := s.Snapshot()
 		_, diag := newCore(t).RunCycle(snap, 1000)

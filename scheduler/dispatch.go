@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
@@ -123,18 +124,22 @@ func (s *Scheduler) runCallers(ctx context.Context) {
 // (dropped), so that a later cycle hands it again.
 type writeCache struct {
 	podGroups map[string]v1alpha1.PodGroupStatus
+	foreign   map[string]map[string]any // other schedulers' PodGroups, in their schema
 	queues    map[string]v1alpha1.QueueStatus
 	pods      map[types.UID]string
 }
 
 func newWriteCache() *writeCache {
-	return &writeCache{podGroups: map[string]v1alpha1.PodGroupStatus{}, queues: map[string]v1alpha1.QueueStatus{}, pods: map[types.UID]string{}}
+	return &writeCache{podGroups: map[string]v1alpha1.PodGroupStatus{}, foreign: map[string]map[string]any{},
+		queues: map[string]v1alpha1.QueueStatus{}, pods: map[types.UID]string{}}
 }
 
 func (c *writeCache) dropped(k writeKey) {
 	switch k.kind {
 	case kindPodGroup:
 		delete(c.podGroups, k.key)
+	case kindForeignPodGroup:
+		delete(c.foreign, k.key)
 	case kindQueue:
 		delete(c.queues, k.key)
 	case kindPod:
@@ -145,8 +150,10 @@ func (c *writeCache) dropped(k writeKey) {
 // The kinds of object the writer writes, as the metrics name them.
 const (
 	kindPodGroup = "PodGroup"
-	kindQueue    = "Queue"
-	kindPod      = "Pod"
+	// kindForeignPodGroup: a PodGroup of another scheduler's API.
+	kindForeignPodGroup = "ForeignPodGroup"
+	kindQueue           = "Queue"
+	kindPod             = "Pod"
 )
 
 // statusPatch replaces the status of the object of uid, and fails if the
@@ -194,10 +201,14 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			last = &verd
 			s.markPods(v, verd, now)
 		}
-		if v.podGroup == nil || isForeign(v.podGroup) {
-			continue // another scheduler's PodGroup: its status is not ours to write
+		if v.podGroup == nil {
+			continue
 		}
 		seen[key] = true
+		if isForeign(v.podGroup) {
+			s.publishForeign(key, v, last, s.admitted(v, queues[v.queue]), now)
+			continue
+		}
 		desired := podGroupStatus(v.podGroup.Status, v, last, s.admitted(v, queues[v.queue]), now)
 		if prev, ok := s.written.podGroups[key]; (ok && !statusChanged(prev, desired)) || (!ok && !statusChanged(v.podGroup.Status, desired)) {
 			continue
@@ -217,6 +228,12 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		if !seen[key] {
 			delete(s.written.podGroups, key)
 			s.writer.cancel(writeKey{kindPodGroup, key})
+		}
+	}
+	for key := range s.written.foreign {
+		if !seen[key] {
+			delete(s.written.foreign, key)
+			s.writer.cancel(writeKey{kindForeignPodGroup, key})
 		}
 	}
 	for name, q := range queues {
@@ -249,6 +266,47 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		}
 	}
 	s.metrics.StatusBacklog.Set(float64(s.writer.pending()))
+}
+
+// publishForeign hands the writer the status of another scheduler's
+// PodGroup, in that API's schema (foreign.go), when it changed. Without a
+// status subresource the patch goes to the object itself.
+func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admitted bool, now metav1.Time) {
+	pg := v.podGroup
+	group := foreignGroup(pg)
+	gvr, ok := foreignResource(group)
+	if !ok {
+		return
+	}
+	current := s.store.foreignStatus[group][key]
+	desired := foreignStatus(group, podGroupStatus(v1alpha1.PodGroupStatus{}, v, last, admitted, now), v, current, now)
+	if prev, ok := s.written.foreign[key]; (ok && !statusChanged(prev, desired)) || (!ok && !statusChanged(current, desired)) {
+		return
+	}
+	s.written.foreign[key] = desired
+	patch, err := statusPatch(pg.UID, desired)
+	if err != nil {
+		return
+	}
+	var sub []string
+	if s.foreignStatusSub[group] {
+		sub = []string{"status"}
+	}
+	ns, name := pg.Namespace, pg.Name
+	s.writer.put(writeKey{kindForeignPodGroup, key}, writeJob{do: func(ctx context.Context) error {
+		_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}, sub...)
+		return err
+	}})
+}
+
+// foreignResource is the PodGroup resource of another scheduler's group.
+func foreignResource(group string) (schema.GroupVersionResource, bool) {
+	for _, gvr := range ForeignPodGroups {
+		if gvr.Group == group {
+			return gvr, true
+		}
+	}
+	return schema.GroupVersionResource{}, false
 }
 
 // admitted reports whether the gang's queue can hold its minResources, the

@@ -272,7 +272,7 @@ func FuzzForeignPodGroup(f *testing.F) {
 		s := NewStore([]string{"phalanx"})
 		s.SetQueue(testQueue(v1alpha1.DefaultQueue))
 		fuzzNodes(s)
-		s.SetForeignPodGroup("scheduling.volcano.sh", pg)
+		s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
 		s.SetPod(testPod("w-0").Group("pg").GPUs(1).Obj())
 		s.SetPod(testPod("w-1").Group("pg").GPUs(1).Obj())
 		_, plan, diag := fuzzCycle(t, s)

@@ -49,16 +49,7 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 	// every handler has seen the initial list.
 	var registered []cache.InformerSynced
 	on := func(inf cache.SharedIndexInformer, set func(obj any), del func(obj any)) error {
-		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { s.send(ctx, func() { set(obj) }) },
-			UpdateFunc: func(_, obj any) { s.send(ctx, func() { set(obj) }) },
-			DeleteFunc: func(obj any) {
-				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = t.Obj
-				}
-				s.send(ctx, func() { del(obj) })
-			},
-		})
+		reg, err := inf.AddEventHandler(s.handlerFuncs(ctx, set, del))
 		if err == nil {
 			registered = append(registered, reg.HasSynced)
 		}
@@ -115,9 +106,28 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 		handlers = append(handlers,
 			handler{df.ForResource(PodGroupsResource).Informer(), s.setPodGroup(ctx, unread), s.deletePodGroup(unread)},
 			handler{df.ForResource(QueuesResource).Informer(), s.setQueue(ctx), s.deleteQueue})
-		for _, gvr := range s.servedForeignPodGroups(ctx) {
-			handlers = append(handlers,
-				handler{df.ForResource(gvr).Informer(), s.setForeign(ctx, gvr.Group, unread), s.deleteForeign(gvr.Group, unread)})
+		s.apis = &apiWatcher{s: s, ctx: ctx, apis: s.optionalAPIs(ctx, unread), running: map[schema.GroupVersionResource]*runningAPI{}}
+		for _, api := range s.apis.apis {
+			if served, statusSub := s.servedAtStart(ctx, api.gvr); served {
+				if synced := s.apis.start(api, statusSub); synced != nil {
+					registered = append(registered, synced)
+				}
+			}
+		}
+		if _, err := s.opts.Dynamic.Resource(crdsResource).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			klog.FromContext(ctx).Error(err, "Cannot watch CustomResourceDefinitions; APIs installed from now on are read after a restart")
+		} else {
+			handlers = append(handlers, handler{df.ForResource(crdsResource).Informer(),
+				func(o any) {
+					if u, ok := o.(*unstructured.Unstructured); ok {
+						s.apis.crdChanged(u, false)
+					}
+				},
+				func(o any) {
+					if u, ok := o.(*unstructured.Unstructured); ok {
+						s.apis.crdChanged(u, true)
+					}
+				}})
 		}
 	} else {
 		handlers = append(handlers, s.typedHandlers(pf)...)
@@ -168,31 +178,18 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 	}
 }
 
-// servedForeignPodGroups returns the PodGroup APIs of other schedulers that
-// the API server serves now. An API installed later is read after a restart.
-func (s *Scheduler) servedForeignPodGroups(ctx context.Context) []schema.GroupVersionResource {
-	var out []schema.GroupVersionResource
+// optionalAPIs are the APIs read where the cluster serves them (apis.go):
+// other schedulers' PodGroups and Queues, and the workloads gangs are
+// derived from.
+func (s *Scheduler) optionalAPIs(ctx context.Context, unread unreadable) []optionalAPI {
+	var apis []optionalAPI
 	for _, gvr := range ForeignPodGroups {
-		list, err := s.kube.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if err != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			if r.Name != gvr.Resource {
-				continue
-			}
-			// An informer that may not list never syncs; check first, so
-			// that a missing permission costs only this API.
-			if _, err := s.opts.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-				klog.FromContext(ctx).Error(err, "Cannot read PodGroups of another scheduler's API; gangs that use them wait",
-					"apiVersion", gvr.GroupVersion().String())
-				continue
-			}
-			klog.FromContext(ctx).Info("Reading PodGroups of another scheduler's API", "apiVersion", gvr.GroupVersion().String())
-			out = append(out, gvr)
-		}
+		group := gvr.Group
+		apis = append(apis, optionalAPI{gvr: gvr, set: s.setForeign(ctx, group, unread), del: s.deleteForeign(group, unread),
+			statusSubresource: func(ok bool) { s.foreignStatusSub[group] = ok }})
 	}
-	return out
+	apis = append(apis, optionalAPI{gvr: VolcanoQueues, set: s.setVolcanoQueue(ctx), del: s.deleteVolcanoQueue})
+	return apis
 }
 
 // handler is an informer with what its events do to the store, on the
@@ -309,7 +306,8 @@ func (s *Scheduler) setForeign(ctx context.Context, group string, unread unreada
 			}
 			return
 		}
-		s.store.SetForeignPodGroup(group, pg)
+		status, _, _ := unstructured.NestedMap(u.Object, "status")
+		s.store.SetForeignPodGroup(group, pg, status)
 		unread.set(s.store, key, group, "")
 	}
 }

@@ -144,6 +144,11 @@ func (o *Options) defaults() {
 	}
 }
 
+// EventComponent is the source of Phalanx's Events, whatever scheduler names
+// it serves: serving "volcano" in Volcano's place, its Events must not pass
+// for Volcano's.
+const EventComponent = "phalanx"
+
 // Scheduler is Phalanx's Kubernetes adapter: it feeds the core from
 // informers and carries out its plans through the API server.
 type Scheduler struct {
@@ -168,7 +173,12 @@ type Scheduler struct {
 	stateName string
 	lastState []byte
 	calls     *callQueue
-	inflight  sync.WaitGroup
+	// apis runs the informers of the APIs read where the cluster serves
+	// them (apis.go); foreignStatusSub says, by API group, whether other
+	// schedulers' PodGroups have a status subresource.
+	apis             *apiWatcher
+	foreignStatusSub map[string]bool
+	inflight         sync.WaitGroup
 }
 
 // New builds a scheduler. Nothing runs until Run.
@@ -208,6 +218,8 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 		written:  newWriteCache(),
 		writer:   newStatusWriter(),
 		calls:    newCallQueue(),
+
+		foreignStatusSub: map[string]bool{},
 	}, nil
 }
 

@@ -257,11 +257,19 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	// such as Volcano's wait for phase Inqueue before they create pods. The
 	// instance that claims the PodGroup writes it; none does while pods of
 	// another scheduler name it.
-	for key, pg := range s.podGroups {
-		if views[key] == nil && s.others[key] == 0 && s.claims(pg.Annotations) {
+	idle := func(key string, pg *v1alpha1.PodGroup, claimed bool) {
+		if views[key] == nil && s.others[key] == 0 && claimed && s.podGroup(key) == pg {
 			g := &gangInfo{key: key, namespace: pg.Namespace, name: pg.Name,
 				membership: Membership{Kind: ByPodGroup, Name: pg.Name}, members: map[types.UID]*podInfo{}}
 			views[key] = s.view(g)
+		}
+	}
+	for key, pg := range s.podGroups {
+		idle(key, pg, s.claims(pg.Annotations))
+	}
+	for group, pgs := range s.foreign {
+		for key, pg := range pgs {
+			idle(key, pg, s.claimsForeign(group, pg.Annotations))
 		}
 	}
 	sort.Slice(snap.Gangs, func(i, j int) bool {
@@ -271,13 +279,21 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		}
 		return a.ID < b.ID
 	})
-	names := make([]string, 0, len(s.queues))
+	names := make([]string, 0, len(s.queues)+len(s.volcanoQueues))
 	for name := range s.queues {
 		names = append(names, name)
+	}
+	for name := range s.volcanoQueues {
+		if s.queues[name] == nil {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		q := s.queues[name]
+		if q == nil {
+			q = s.volcanoQueues[name]
+		}
 		capability, _ := s.res.limits(q.Spec.Capability)
 		guarantee, _ := s.res.vector(q.Spec.Guarantee)
 		cq := core.Queue{Name: name, Weight: int64(max(q.Spec.Weight, 1)),

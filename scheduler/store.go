@@ -41,6 +41,12 @@ type Store struct {
 	// foreign holds PodGroups read from other schedulers' APIs (see
 	// foreign.go), keyed by API group then namespace/name; ours win.
 	foreign map[string]map[string]*v1alpha1.PodGroup
+	// foreignStatus holds their status as read, in their own schema,
+	// keyed like foreign.
+	foreignStatus map[string]map[string]map[string]any
+	// volcanoQueues holds the Queues of Volcano's API, as ours; a Queue
+	// of ours of the same name wins.
+	volcanoQueues map[string]*v1alpha1.Queue
 	// unreadable says why a PodGroup could not be read, by
 	// namespace/name, so that its gang reports it.
 	unreadable map[string]string
@@ -157,6 +163,8 @@ func NewStore(schedulerNames []string) *Store {
 		gangs:            map[string]*gangInfo{},
 		podGroups:        map[string]*v1alpha1.PodGroup{},
 		foreign:          map[string]map[string]*v1alpha1.PodGroup{},
+		foreignStatus:    map[string]map[string]map[string]any{},
+		volcanoQueues:    map[string]*v1alpha1.Queue{},
 		unreadable:       map[string]string{},
 		queues:           map[string]*v1alpha1.Queue{},
 		namespaces:       map[string]labels.Set{},
@@ -397,11 +405,14 @@ func (s *Store) DeletePodGroup(namespace, name string) { delete(s.podGroups, nam
 
 // SetForeignPodGroup adds or replaces a PodGroup read from the API group of
 // another scheduler.
-func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup) {
+// status is its status as read, in its own schema.
+func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup, status map[string]any) {
 	if s.foreign[group] == nil {
 		s.foreign[group] = map[string]*v1alpha1.PodGroup{}
+		s.foreignStatus[group] = map[string]map[string]any{}
 	}
 	s.foreign[group][pg.Namespace+"/"+pg.Name] = pg
+	s.foreignStatus[group][pg.Namespace+"/"+pg.Name] = status
 }
 
 // SetUnreadablePodGroup records that the PodGroup namespace/name of another
@@ -417,6 +428,7 @@ func (s *Store) SetUnreadablePodGroup(key, why string) {
 // DeleteForeignPodGroup removes a PodGroup of another scheduler's API.
 func (s *Store) DeleteForeignPodGroup(group, namespace, name string) {
 	delete(s.foreign[group], namespace+"/"+name)
+	delete(s.foreignStatus[group], namespace+"/"+name)
 	delete(s.unreadable, namespace+"/"+name)
 }
 

@@ -285,7 +285,7 @@ func TestForeignPodGroups(t *testing.T) {
 	// A gang finds a foreign PodGroup by name; ours wins over it.
 	s := NewStore([]string{"phalanx"})
 	s.SetPod(testPod("w-0").Group("tfjob").Obj())
-	s.SetForeignPodGroup("scheduling.incubator.k8s.io", pg)
+	s.SetForeignPodGroup("scheduling.incubator.k8s.io", pg, nil)
 	snap, views := s.Snapshot()
 	if g := gangByID(snap, "ns/tfjob"); g == nil || g.MinMember != 3 || g.Queue != "research" || g.Invalid != "" {
 		t.Errorf("gang from a kube-batch PodGroup = %+v", g)

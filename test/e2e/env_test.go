@@ -342,7 +342,7 @@ func launchScheduler(t *testing.T, base *rest.Config, le *scheduler.LeaderElecti
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kc.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: names[0]})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: scheduler.EventComponent})
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
