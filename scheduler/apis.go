@@ -134,7 +134,8 @@ func crdServes(u *unstructured.Unstructured, version string) (served, statusSub 
 		if ok, _ := m["served"].(bool); !ok {
 			return false, false
 		}
-		_, statusSub = m["subresources"].(map[string]any)["status"]
+		subresources, _ := m["subresources"].(map[string]any)
+		_, statusSub = subresources["status"]
 		return true, statusSub
 	}
 	return false, false

@@ -1,0 +1,198 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func volcanoPodGroup(name string, min int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": name, "namespace": "ns", "uid": "u-" + name},
+		"spec":     map[string]any{"minMember": min},
+	}}
+}
+
+// A Volcano PodGroup without pods (training-operator creates none until its
+// phase leaves Pending) is claimed by the instance serving "volcano", not by
+// one serving only "phalanx" (Volcano itself may run beside it), and its
+// status says Inqueue in Volcano's schema.
+func TestVolcanoPodGroupWithoutPods(t *testing.T) {
+	pg, err := fromForeign(volcanoPodGroup("tfjob", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		names []string
+		claim bool
+	}{{[]string{"phalanx"}, false}, {[]string{"volcano"}, true}, {[]string{"phalanx", "volcano"}, true}} {
+		s := NewStore(tc.names)
+		s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+		_, views := s.Snapshot()
+		if got := views["ns/tfjob"] != nil; got != tc.claim {
+			t.Errorf("serving %v: claimed = %v, want %v", tc.names, got, tc.claim)
+		}
+	}
+	s := NewStore([]string{"volcano"})
+	s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+	_, views := s.Snapshot()
+	v := views["ns/tfjob"]
+	now := metav1.NewTime(time.Unix(1000, 0))
+	st := foreignStatus("scheduling.volcano.sh", podGroupStatus(v1alpha1.PodGroupStatus{}, v, nil, true, now), v, nil, now)
+	if st["phase"] != "Inqueue" {
+		t.Errorf("status %v, want phase Inqueue", st)
+	}
+	st = foreignStatus("scheduling.volcano.sh", podGroupStatus(v1alpha1.PodGroupStatus{}, v, nil, false, now), v, nil, now)
+	if st["phase"] != "Pending" {
+		t.Errorf("not admitted: status %v, want phase Pending", st)
+	}
+}
+
+// The status of a waiting, then running, then finished gang, in Volcano's
+// and scheduler-plugins' schemas; condition times are kept while a
+// condition does not change.
+func TestForeignStatus(t *testing.T) {
+	s := NewStore([]string{"volcano"})
+	pg, _ := fromForeign(volcanoPodGroup("tfjob", 2))
+	s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+	s.SetPod(testPod("w-0").Scheduler("volcano").Group("tfjob").GPUs(1).Obj())
+	s.SetPod(testPod("w-1").Scheduler("volcano").Group("tfjob").GPUs(1).Obj())
+	_, views := s.Snapshot()
+	v := views["ns/tfjob"]
+	t0, t1 := metav1.NewTime(time.Unix(1000, 0)), metav1.NewTime(time.Unix(2000, 0))
+	waiting := &verdict{reason: "Unschedulable", message: "1/2 members fit; short 1 nvidia.com/gpu"}
+	ours := func(now metav1.Time) v1alpha1.PodGroupStatus {
+		return podGroupStatus(v1alpha1.PodGroupStatus{}, v, waiting, true, now)
+	}
+	st := foreignStatus("scheduling.volcano.sh", ours(t0), v, nil, t0)
+	conds, _ := st["conditions"].([]any)
+	var unsched map[string]any
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == v1alpha1.PodGroupUnschedulable {
+			unsched = m
+		}
+	}
+	if st["phase"] != "Inqueue" || unsched == nil || unsched["status"] != "True" ||
+		!strings.Contains(unsched["message"].(string), "short 1 nvidia.com/gpu") {
+		t.Fatalf("waiting gang, Volcano status %v", st)
+	}
+	again := foreignStatus("scheduling.volcano.sh", ours(t1), v, st, t1)
+	if statusChanged(st, again) {
+		t.Errorf("nothing changed but the clock, yet the status differs:\n%v\n%v", st, again)
+	}
+	plugins := foreignStatus("scheduling.x-k8s.io", ours(t0), v, nil, t0)
+	if plugins["phase"] != "PreScheduling" || plugins["scheduleStartTime"] != "1970-01-01T00:16:40Z" {
+		t.Errorf("waiting gang, scheduler-plugins status %v", plugins)
+	}
+	if p2 := foreignStatus("scheduling.x-k8s.io", ours(t1), v, plugins, t1); p2["scheduleStartTime"] != plugins["scheduleStartTime"] {
+		t.Errorf("scheduleStartTime moved: %v", p2)
+	}
+
+	// Both members bound and running.
+	s.SetPod(testPod("w-0").Scheduler("volcano").Group("tfjob").GPUs(1).On("n1", corev1.PodRunning).Obj())
+	s.SetPod(testPod("w-1").Scheduler("volcano").Group("tfjob").GPUs(1).On("n1", corev1.PodRunning).Obj())
+	_, views = s.Snapshot()
+	v = views["ns/tfjob"]
+	run := podGroupStatus(v1alpha1.PodGroupStatus{}, v, nil, true, t1)
+	if st := foreignStatus("scheduling.volcano.sh", run, v, nil, t1); st["phase"] != "Running" || st["running"] != int64(2) {
+		t.Errorf("running gang, Volcano status %v", st)
+	}
+	if st := foreignStatus("scheduling.x-k8s.io", run, v, nil, t1); st["phase"] != "Running" || st["scheduled"] != int64(2) {
+		t.Errorf("running gang, scheduler-plugins status %v", st)
+	}
+	// Finished.
+	s.SetPod(testPod("w-0").Scheduler("volcano").Group("tfjob").GPUs(1).On("n1", corev1.PodSucceeded).Obj())
+	s.SetPod(testPod("w-1").Scheduler("volcano").Group("tfjob").GPUs(1).On("n1", corev1.PodSucceeded).Obj())
+	_, views = s.Snapshot()
+	v = views["ns/tfjob"]
+	done := podGroupStatus(v1alpha1.PodGroupStatus{}, v, nil, true, t1)
+	if st := foreignStatus("scheduling.volcano.sh", done, v, nil, t1); st["phase"] != "Completed" || st["succeeded"] != int64(2) {
+		t.Errorf("finished gang, Volcano status %v", st)
+	}
+	if st := foreignStatus("scheduling.x-k8s.io", done, v, nil, t1); st["phase"] != "Finished" {
+		t.Errorf("finished gang, scheduler-plugins status %v", st)
+	}
+}
+
+func TestVolcanoQueue(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue",
+		"metadata": map[string]any{"name": "research"},
+		"spec": map[string]any{"weight": int64(3), "capability": map[string]any{"nvidia.com/gpu": "8"},
+			"guarantee": map[string]any{"resource": map[string]any{"nvidia.com/gpu": "2"}}, "reclaimable": false},
+		"status": map[string]any{"state": "Open"},
+	}}
+	q, err := fromVolcanoQueue(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Spec.Weight != 3 || q.Spec.Capability.Name("nvidia.com/gpu", "").Value() != 8 ||
+		q.Spec.Guarantee.Name("nvidia.com/gpu", "").Value() != 2 || q.Spec.Reclaimable == nil || *q.Spec.Reclaimable ||
+		q.Spec.State != v1alpha1.QueueOpen {
+		t.Errorf("converted Queue %+v", q.Spec)
+	}
+	closed := u.DeepCopy()
+	closed.Object["status"] = map[string]any{"state": "Closing"}
+	if q, err := fromVolcanoQueue(closed); err != nil || q.Spec.State != v1alpha1.QueueClosed {
+		t.Errorf("closing queue: %v %v", q, err)
+	}
+	bad := u.DeepCopy()
+	bad.Object["spec"] = map[string]any{"weight": int64(1) << 40}
+	if _, err := fromVolcanoQueue(bad); err == nil || !strings.Contains(err.Error(), "weight") {
+		t.Errorf("weight 2^40: err = %v, want one naming spec.weight", err)
+	}
+
+	// A gang of a Volcano Queue is scheduled in it; a Queue of ours of the
+	// same name wins.
+	s := NewStore([]string{"phalanx"})
+	s.volcanoQueues["research"] = q
+	snap, _ := s.Snapshot()
+	if len(snap.Queues) != 1 || snap.Queues[0].Name != "research" || snap.Queues[0].Weight != 3 {
+		t.Errorf("queues %+v", snap.Queues)
+	}
+	s.SetQueue(&v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: v1alpha1.QueueSpec{Weight: 7}})
+	snap, _ = s.Snapshot()
+	if len(snap.Queues) != 1 || snap.Queues[0].Weight != 7 {
+		t.Errorf("ours should win: %+v", snap.Queues)
+	}
+}
+
+func TestCRDServes(t *testing.T) {
+	crd := func(established bool, sub map[string]any) *unstructured.Unstructured {
+		status := "False"
+		if established {
+			status = "True"
+		}
+		version := map[string]any{"name": "v1beta1", "served": true}
+		if sub != nil {
+			version["subresources"] = sub
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"spec":   map[string]any{"group": "scheduling.volcano.sh", "versions": []any{version}},
+			"status": map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": status}}},
+		}}
+	}
+	for _, tc := range []struct {
+		name              string
+		u                 *unstructured.Unstructured
+		version           string
+		served, statusSub bool
+	}{
+		{"no subresources", crd(true, nil), "v1beta1", true, false},
+		{"empty subresources (Volcano's installer)", crd(true, map[string]any{}), "v1beta1", true, false},
+		{"status subresource", crd(true, map[string]any{"status": map[string]any{}}), "v1beta1", true, true},
+		{"not established", crd(false, nil), "v1beta1", false, false},
+		{"another version", crd(true, nil), "v1alpha1", false, false},
+	} {
+		served, sub := crdServes(tc.u, tc.version)
+		if served != tc.served || sub != tc.statusSub {
+			t.Errorf("%s: served %v status %v, want %v %v", tc.name, served, sub, tc.served, tc.statusSub)
+		}
+	}
+}
