@@ -398,8 +398,12 @@ func checkPreemption(t *testing.T, name string, s *Snapshot, plan Plan, diag Dia
 			if !e.Reclaim {
 				t.Fatalf("%s: eviction %+v crosses queues but is not a reclaim", name, e)
 			}
-		case r.Priority > g.Priority:
-			t.Fatalf("%s: %s (priority %d) evicts %s of priority %d", name, g.ID, g.Priority, e.Gang, r.Priority)
+		case r.Priority >= g.Priority:
+			t.Fatalf("%s: %s (priority %d) preempts %s of priority %d", name, g.ID, g.Priority, e.Gang, r.Priority)
+		}
+		if e.PreemptorPriority != g.Priority || e.VictimPriority != r.Priority {
+			t.Fatalf("%s: eviction %+v reports priorities %d over %d, not %d over %d", name, e,
+				e.PreemptorPriority, e.VictimPriority, g.Priority, r.Priority)
 		}
 	}
 	for id, n := range evicted {

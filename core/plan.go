@@ -21,6 +21,9 @@ type Eviction struct {
 	Preemptor string
 	// Reclaim is true when the victim's queue is not the preemptor's.
 	Reclaim bool
+	// The priorities of the preemptor and of the victim's gang, which an
+	// Event reports: preemption needs the first to be higher.
+	PreemptorPriority, VictimPriority int32
 }
 
 // Plan is what a cycle decided. The caller carries it out through its own

@@ -19,8 +19,8 @@ import (
 //     than MinMember members. An Unevictable member is never a victim, nor
 //     is its gang whole.
 //   - Preemption: a unit of the preemptor's own queue whose gang has a lower
-//     priority; an elastic member also when the priority is equal, since one
-//     gang's minimum matters more than another's extras.
+//     priority. Equal priority never preempts, not even an elastic member:
+//     losing one restarts the rendezvous of elastic training (PyTorch's).
 //   - Reclaim: a unit of another queue that holds more than its deserved
 //     share (fairshare.go), and still at least that share without the unit
 //     in the resources where it is over, while the preemptor's
@@ -378,7 +378,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 			continue
 		}
 		if u.qs == qs {
-			if u.run.Priority < g.Priority || !u.whole && u.run.Priority == g.Priority {
+			if u.run.Priority < g.Priority {
 				list(u, adds(u))
 			}
 			continue
@@ -459,7 +459,8 @@ func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victim
 			amount = amount.Add(withPod(m.Request))
 			pods++
 			c.plan.Evictions = append(c.plan.Evictions, Eviction{Gang: u.run.Gang, Member: m.Name,
-				Node: c.snap.Nodes[m.Node].Name, Preemptor: g.ID, Reclaim: u.qs != qs})
+				Node: c.snap.Nodes[m.Node].Name, Preemptor: g.ID, Reclaim: u.qs != qs,
+				PreemptorPriority: g.Priority, VictimPriority: u.run.Priority})
 		}
 		u.qs.allocated = u.qs.allocated.Sub(amount)
 		if !slices.Contains(gangs, u.run.Gang) {

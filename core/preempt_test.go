@@ -93,15 +93,15 @@ func TestPreemptNothingItDoesNotNeed(t *testing.T) {
 
 func TestPreemptNeverBreaksAGang(t *testing.T) {
 	// "elastic" runs 3 members of 4 GPUs with minMember 2: one member is
-	// beyond its minimum and may go, even for a gang of equal priority; the
-	// other two only together, and only for a higher priority.
-	s := twoEightGPUNodes().Gangs(MakeGang("same").Members(1, GPUs(4))).Obj()
+	// beyond its minimum and may go alone, for a gang of higher priority;
+	// the other two only together.
+	s := twoEightGPUNodes().Gangs(MakeGang("higher").Members(1, GPUs(4)).Priority(1)).Obj()
 	runGang(s, "elastic", "default", 0, 2, 0, []int{0, 0, 1}, 4, 4, 4)
 	s.Running[0].Members[2].Start = 50 // the latest: the cheapest to lose
 	runGang(s, "other", "default", 0, 1, 0, []int{1}, 4)
 	plan, _ := runAt(t, s, preemptive(), 100)
 	if diff := cmp.Diff([]string{"elastic/elastic-2"}, victims(plan)); diff != "" {
-		t.Errorf("equal priority (-want +got):\n%s", diff)
+		t.Errorf("elastic member (-want +got):\n%s", diff)
 	}
 
 	s = twoEightGPUNodes().Gangs(MakeGang("big").Members(1, GPUs(8)).Priority(1)).Obj()
@@ -126,6 +126,14 @@ func TestNoPreemption(t *testing.T) {
 			s := twoEightGPUNodes().Gangs(MakeGang("p").Members(1, GPUs(8))).Obj()
 			runGang(s, "r1", "default", 0, 1, 0, []int{0}, 8)
 			runGang(s, "r2", "default", 0, 1, 0, []int{1}, 8)
+			return s
+		}(), cfg: preemptive()},
+		"equal priority, elastic member": {snap: func() *Snapshot {
+			// Losing one member restarts an elastic job's rendezvous: a
+			// gang of equal priority waits instead.
+			s := twoEightGPUNodes().Gangs(MakeGang("p").Members(1, GPUs(4))).Obj()
+			runGang(s, "elastic", "default", 0, 2, 0, []int{0, 0, 1}, 4, 4, 4)
+			runGang(s, "other", "default", 0, 1, 0, []int{1}, 4)
 			return s
 		}(), cfg: preemptive()},
 		"cannot fit even with every victim gone": {snap: func() *Snapshot {

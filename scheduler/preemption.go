@@ -229,9 +229,11 @@ const defaultGraceSeconds = 30
 
 // evict posts the eviction of pod, a victim of preemption or reclaim.
 func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction) {
-	kind, why := "preempt", fmt.Sprintf("Preempted on %s to make room for gang %s, of higher priority", e.Node, e.Preemptor)
+	kind, why := "preempt", fmt.Sprintf("Preempted on %s for gang %s (rule: preemption within a queue; priority %d over this gang's %d)",
+		e.Node, e.Preemptor, e.PreemptorPriority, e.VictimPriority)
 	if e.Reclaim {
-		kind, why = "reclaim", fmt.Sprintf("Reclaimed on %s for gang %s: this pod's queue holds more than its deserved share", e.Node, e.Preemptor)
+		kind, why = "reclaim", fmt.Sprintf("Reclaimed on %s for gang %s (rule: fair-share reclaim; this pod's queue holds more than its deserved share)",
+			e.Node, e.Preemptor)
 	}
 	var grace *int64
 	if g := s.opts.PreemptionGracePeriod; g > 0 {

@@ -106,7 +106,7 @@ func TestPreemption(t *testing.T) {
 	high := e.create(gang("high").Members(1).GPUs(4).Queue(queue).PriorityClass(highPC).RunFor("6s"))
 	e.eventually(30*time.Second, "low is evicted whole", e.gone(low))
 	e.eventually(10*time.Second, "an Event says why low's pods went",
-		e.eventOn("low-worker-0", "Preempted", "to make room for gang", "high"))
+		e.eventOn("low-worker-0", "Preempted", "for gang", "high", "rule: preemption within a queue"))
 	e.eventually(30*time.Second, "high runs", e.started(high))
 
 	low = e.recreate(lowJob)
@@ -153,7 +153,7 @@ func TestReclaim(t *testing.T) {
 		victim = "a2-worker-0"
 	}
 	e.eventually(10*time.Second, "an Event says the victim was reclaimed",
-		e.eventOn(victim, "Preempted", "Reclaimed", "b1", "more than its deserved share"))
+		e.eventOn(victim, "Preempted", "Reclaimed", "b1", "rule: fair-share reclaim", "more than its deserved share"))
 }
 
 // TestHoldForFailedMember is the seed's warning: "if a pod of a running job
