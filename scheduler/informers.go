@@ -132,6 +132,7 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 	} else {
 		handlers = append(handlers, s.typedHandlers(pf)...)
 	}
+	handlers = append(handlers, s.ownerHandlers(kf)...) // Jobs and PodDisruptionBudgets (owners.go)
 	for _, h := range handlers {
 		if err := on(h.inf, h.set, h.del); err != nil {
 			return nil, err
@@ -189,6 +190,7 @@ func (s *Scheduler) optionalAPIs(ctx context.Context, unread unreadable) []optio
 			statusSubresource: func(ok bool) { s.foreignStatusSub[group] = ok }})
 	}
 	apis = append(apis, optionalAPI{gvr: VolcanoQueues, set: s.setVolcanoQueue(ctx), del: s.deleteVolcanoQueue})
+	apis = append(apis, s.ownerAPIs()...) // the workloads gangs are derived from (owners.go)
 	return apis
 }
 

@@ -323,6 +323,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	start := s.opts.Now()
 	s.lastCycle = start
 	snap, views := s.store.Snapshot()
+	s.createDerivedPodGroups(ctx, views) // PodGroups of gangs derived from workloads (owners.go)
 	plan, diag := s.core.RunCycle(snap, start.Unix())
 	s.metrics.CycleDuration.Observe(s.opts.Now().Sub(start).Seconds())
 	s.metrics.GangsScheduled.Add(float64(len(diag.Scheduled)))

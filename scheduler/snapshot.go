@@ -119,6 +119,7 @@ func (s *Store) view(g *gangInfo) *gangView {
 			if why := s.unreadable[g.namespace+"/"+g.name]; why != "" {
 				v.invalid = "PodGroup cannot be read: " + why
 			}
+			s.explainDerived(g, v) // a PodGroup Phalanx creates from the pods' workload (owners.go)
 			return v
 		}
 		v.podGroup = pg

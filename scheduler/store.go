@@ -81,6 +81,8 @@ type Store struct {
 	refusals   map[string]string   // preemptor gang -> why its latest eviction was refused
 	holds      map[string][]heldRoom
 	holdFailed int64
+	// owners: the workloads gangs are derived from (owners.go).
+	owners *ownerState
 	// now is the clock of the times the store observes (a pod bound,
 	// running, finished); time.Now unless a test sets it.
 	now func() time.Time
@@ -176,6 +178,7 @@ func NewStore(schedulerNames []string) *Store {
 		refused:          map[types.UID]int64{},
 		refusals:         map[string]string{},
 		holds:            map[string][]heldRoom{},
+		owners:           newOwnerState(),
 
 		gpuModelLabel: DefaultGPUModelLabel,
 		now:           time.Now,
@@ -264,6 +267,7 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 	}
 	if s.ours[pod.Spec.SchedulerName] {
 		m := MembershipOf(pod)
+		m = s.ownerMembership(pod, m) // a gang derived from the pod's workload (owners.go)
 		p.gang = m.GangKey(pod.Namespace)
 		p.cons = s.constraints.of(pod)
 		if existed && old.gang != p.gang {
@@ -313,6 +317,7 @@ func (s *Store) DeletePod(uid types.UID) {
 	}
 	delete(s.evicting, uid)
 	delete(s.refused, uid)
+	s.owners.forget(p.pod) // owners.go
 }
 
 func (s *Store) leaveGang(p *podInfo, uid types.UID) {

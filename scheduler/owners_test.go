@@ -1,0 +1,586 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
+	"github.com/phalanx-sched/phalanx/core"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// ownerKindOf returns the entry of OwnerKinds for kind at version.
+func ownerKindOf(t testing.TB, kind, version string) ownerKind {
+	t.Helper()
+	for _, k := range OwnerKinds {
+		if k.kind == kind && k.gvr.Version == version {
+			return k
+		}
+	}
+	t.Fatalf("no owner kind %s %s", kind, version)
+	return ownerKind{}
+}
+
+// ownerObj is a workload object as a dynamic informer delivers it; spec
+// is JSON, nil for none.
+func ownerObj(t testing.TB, k ownerKind, name, spec string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": k.gvr.GroupVersion().String(), "kind": k.kind,
+		"metadata": map[string]any{"name": name, "namespace": "ns", "uid": "uid-" + strings.ToLower(k.kind) + "-" + name},
+	}}
+	if spec != "" {
+		var v any
+		if err := utiljson.Unmarshal([]byte(spec), &v); err != nil {
+			t.Fatalf("spec %s: %v", spec, err)
+		}
+		u.Object["spec"] = v
+	}
+	return u
+}
+
+// ownedPod is one of our pods with labels, annotations (pairs of
+// key, value) and, when ctrl is not nil, that controller.
+func ownedPod(name string, ctrl *metav1.OwnerReference, labels, annotations map[string]string) *corev1.Pod {
+	p := testPod(name).GPUs(1).Obj()
+	p.Labels, p.Annotations = labels, annotations
+	if ctrl != nil {
+		t := true
+		c := *ctrl
+		c.Controller = &t
+		p.OwnerReferences = []metav1.OwnerReference{c}
+	}
+	return p
+}
+
+func gangOf(s *Store, pod string) string {
+	if p := s.pods[types.UID("uid-"+pod)]; p != nil {
+		return p.gang
+	}
+	return "<no pod>"
+}
+
+func viewOf(t *testing.T, s *Store, key string) *gangView {
+	t.Helper()
+	_, views := s.Snapshot()
+	v := views[key]
+	if v == nil {
+		t.Fatalf("no gang %s; gangs: %v", key, keysOf(views))
+	}
+	return v
+}
+
+func keysOf(views map[string]*gangView) []string {
+	var out []string
+	for k := range views {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestOwnerDerivedName(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	for _, tc := range []struct {
+		prefix string
+		parts  []string
+		want   string // "" : only checked to be a valid, hashed name
+	}{
+		{"job", []string{"train"}, "job-train"},
+		{"lws", []string{"serve-0"}, "lws-serve-0"},
+		{"pytorchjob", []string{"bert-large"}, "pytorchjob-bert-large"},
+		{"job", []string{long}, ""},
+		{"pdb", []string{"tf.job.v1"}, ""},
+		{"jobset", []string{"a", "b-c"}, ""},
+		{"jobset", []string{"a-b", "c"}, ""},
+		{"job", []string{"UPPER"}, ""},
+		{"job", []string{"trailing-"}, ""},
+	} {
+		got := derivedName(tc.prefix, tc.parts...)
+		if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+			t.Errorf("derivedName(%q, %q) = %q, not a DNS label: %v", tc.prefix, tc.parts, got, errs)
+		}
+		if got != derivedName(tc.prefix, tc.parts...) {
+			t.Errorf("derivedName(%q, %q) is not deterministic", tc.prefix, tc.parts)
+		}
+		if !strings.HasPrefix(got, tc.prefix+"-") {
+			t.Errorf("derivedName(%q, %q) = %q, which does not start with the kind", tc.prefix, tc.parts, got)
+		}
+		if tc.want != "" && got != tc.want {
+			t.Errorf("derivedName(%q, %q) = %q, want %q", tc.prefix, tc.parts, got, tc.want)
+		}
+	}
+	// Parts that join to the same string make different names, and so do
+	// long names that share their first 63 characters.
+	for _, pair := range [][2]string{
+		{derivedName("jobset", "a", "b-c"), derivedName("jobset", "a-b", "c")},
+		{derivedName("job", long+"x"), derivedName("job", long+"y")},
+		{derivedName("pdb", "a.b"), derivedName("pdb", "a-b")},
+	} {
+		if pair[0] == pair[1] {
+			t.Errorf("two workloads share the PodGroup name %q", pair[0])
+		}
+	}
+}
+
+// TestOwnerReadMin: the minMember each kind of workload makes, and a clear
+// problem for every malformed object.
+func TestOwnerReadMin(t *testing.T) {
+	for _, tc := range []struct {
+		kind, version, spec string
+		want                int32
+		problem             string // a substring of the problem; "" : none
+	}{
+		// JobSet: sum of replicas x parallelism (default 1), capped by completions.
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":2,"template":{"spec":{"parallelism":4}}},{"name":"d","template":{"spec":{}}}]}`, 9, ""},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":3,"template":{"spec":{"parallelism":4,"completions":2}}}]}`, 6, ""},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":-1,"template":{"spec":{}}}]}`, 0, "spec.replicatedJobs[0].replicas is -1"},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"parallelism":-3}}}]}`, 0, "parallelism is -3"},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":2147483648,"template":{"spec":{}}}]}`, 0, "spec.replicatedJobs[0].replicas: 2147483648 does not fit"},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":"3","template":{"spec":{}}}]}`, 0, "replicas"},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":50000,"template":{"spec":{"parallelism":50000}}}]}`, 0, "more than the 100000"},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[{"name":"w","replicas":0,"template":{"spec":{}}}]}`, 0, "at least 1"},
+		{"JobSet", "v1alpha2", `{"replicatedJobs":[]}`, 0, "replicatedJobs is empty"},
+		{"JobSet", "v1alpha2", ``, 0, "no spec"},
+		{"JobSet", "v1alpha2", `"spec"`, 0, "spec"},
+		// Kubeflow v1: minAvailable, else elastic, else every replica.
+		{"TFJob", "v1", `{"tfReplicaSpecs":{"PS":{"replicas":1},"Worker":{"replicas":3}}}`, 4, ""},
+		{"TFJob", "v1", `{"tfReplicaSpecs":{"PS":{},"Worker":{"replicas":3}}}`, 4, ""},
+		{"TFJob", "v1", `{"runPolicy":{"schedulingPolicy":{"minAvailable":2}},"tfReplicaSpecs":{"Worker":{"replicas":3}}}`, 2, ""},
+		{"TFJob", "v1", `{"runPolicy":{"schedulingPolicy":{"minAvailable":0}},"tfReplicaSpecs":{"Worker":{"replicas":3}}}`, 0, "at least 1"},
+		{"TFJob", "v1", `{"tfReplicaSpecs":{"Worker":{"replicas":-2}}}`, 0, "spec.tfReplicaSpecs[Worker].replicas is -2"},
+		{"TFJob", "v1", `{"tfReplicaSpecs":{"Worker":{"replicas":1.5}}}`, 0, "not an integer"},
+		{"TFJob", "v1", `{"pytorchReplicaSpecs":{"Worker":{"replicas":3}}}`, 0, "spec.tfReplicaSpecs is empty"},
+		{"PyTorchJob", "v1", `{"pytorchReplicaSpecs":{"Master":{"replicas":1},"Worker":{"replicas":4}}}`, 5, ""},
+		{"PyTorchJob", "v1", `{"elasticPolicy":{"minReplicas":2,"maxReplicas":8},"pytorchReplicaSpecs":{"Master":{"replicas":1},"Worker":{"replicas":4}}}`, 3, ""},
+		{"PyTorchJob", "v1", `{"elasticPolicy":{"minReplicas":2},"pytorchReplicaSpecs":{"Worker":{"replicas":4}}}`, 2, ""},
+		{"PyTorchJob", "v1", `{"elasticPolicy":{"minReplicas":-1},"pytorchReplicaSpecs":{"Worker":{"replicas":4}}}`, 0, "spec.elasticPolicy.minReplicas is -1"},
+		{"MPIJob", "v1", `{"mpiReplicaSpecs":{"Launcher":{},"Worker":{"replicas":2}}}`, 3, ""},
+		{"XGBoostJob", "v1", `{"xgbReplicaSpecs":{"Master":{"replicas":1},"Worker":{"replicas":2}}}`, 3, ""},
+		{"PaddleJob", "v1", `{"paddleReplicaSpecs":{"Worker":{"replicas":6}}}`, 6, ""},
+		{"JAXJob", "v1", `{"jaxReplicaSpecs":{"Worker":{"replicas":8}}}`, 8, ""},
+		// mpi-operator v2beta1: the launcher plus the workers.
+		{"MPIJob", "v2beta1", `{"mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":4}}}`, 5, ""},
+		{"MPIJob", "v2beta1", `{"mpiReplicaSpecs":{"Launcher":{"replicas":1}}}`, 1, ""},
+		{"MPIJob", "v2beta1", `{"runPolicy":{"schedulingPolicy":{"minAvailable":3}},"mpiReplicaSpecs":{"Launcher":{},"Worker":{"replicas":4}}}`, 3, ""},
+		// RayCluster: the head plus minReplicas x numOfHosts of every group not suspended.
+		{"RayCluster", "v1", `{"workerGroupSpecs":[{"groupName":"a","minReplicas":2,"numOfHosts":2},{"groupName":"b","minReplicas":1},{"groupName":"c","minReplicas":5,"suspend":true}]}`, 6, ""},
+		{"RayCluster", "v1", `{"headGroupSpec":{}}`, 1, ""},
+		{"RayCluster", "v1", `{"workerGroupSpecs":[{"groupName":"a","minReplicas":-4}]}`, 0, "spec.workerGroupSpecs[0].minReplicas is -4"},
+		{"RayCluster", "v1", `{"workerGroupSpecs":[{"groupName":"a","minReplicas":1,"numOfHosts":0}]}`, 0, "numOfHosts is 0"},
+		{"RayCluster", "v1", `{"workerGroupSpecs":[{"groupName":"a","minReplicas":2147483647,"numOfHosts":2147483647}]}`, 0, "more than the 100000"},
+		{"RayCluster", "v1", `{"workerGroupSpecs":"all"}`, 0, "spec: cannot restore slice from string"},
+	} {
+		k := ownerKindOf(t, tc.kind, tc.version)
+		o := readOwner(k.gvr, k.kind, ownerObj(t, k, "w", tc.spec))
+		switch {
+		case tc.problem == "" && (o.problem != "" || o.min != tc.want):
+			t.Errorf("%s %s %s: minMember %d (problem %q), want %d", tc.kind, tc.version, tc.spec, o.min, o.problem, tc.want)
+		case tc.problem != "" && !strings.Contains(o.problem, tc.problem):
+			t.Errorf("%s %s %s: problem %q (minMember %d), want one mentioning %q", tc.kind, tc.version, tc.spec, o.problem, o.min, tc.problem)
+		}
+	}
+}
+
+func TestOwnerReadJobAndPDB(t *testing.T) {
+	indexed := batchv1.IndexedCompletion
+	for _, tc := range []struct {
+		par, compl *int32
+		want       int32
+		problem    string
+	}{
+		{nil, nil, 1, ""},
+		{ptrTo[int32](3), nil, 3, ""},
+		{ptrTo[int32](4), ptrTo[int32](2), 2, ""},
+		{ptrTo[int32](0), nil, 0, "spec.parallelism makes a gang of 0"},
+		{ptrTo[int32](-1), nil, 0, "at least 1"},
+		{ptrTo[int32](200000), nil, 0, "more than the 100000"},
+	} {
+		j := readJob(&batchv1.Job{Spec: batchv1.JobSpec{CompletionMode: &indexed, Parallelism: tc.par, Completions: tc.compl}})
+		if j.min != tc.want || !strings.Contains(j.problem, tc.problem) || (tc.problem == "") != (j.problem == "") {
+			t.Errorf("Job parallelism %v completions %v: minMember %d problem %q, want %d %q", deref(tc.par), deref(tc.compl), j.min, j.problem, tc.want, tc.problem)
+		}
+	}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}
+	for _, tc := range []struct {
+		min  *intstr.IntOrString
+		sel  *metav1.LabelSelector
+		want int32 // 0: no gang
+	}{
+		{ptrTo(intstr.FromInt32(3)), sel, 3},
+		{ptrTo(intstr.FromInt32(1)), sel, 0},
+		{ptrTo(intstr.FromString("50%")), sel, 0},
+		{nil, sel, 0},
+		{ptrTo(intstr.FromInt32(3)), nil, 0},
+		{ptrTo(intstr.FromInt32(3)), &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bad"}}}, 0},
+	} {
+		b := readPDB(&policyv1.PodDisruptionBudget{Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: tc.min, Selector: tc.sel}})
+		got := int32(0)
+		if b != nil {
+			got = b.min
+		}
+		if got != tc.want {
+			t.Errorf("PDB minAvailable %v selector %v: gang of %d, want %d", tc.min, tc.sel, got, tc.want)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func deref(p *int32) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestOwnerMembership: the gang each kind of workload puts its pods in, in
+// order of precedence, and the message of a gang whose PodGroup is not
+// created yet.
+func TestOwnerMembership(t *testing.T) {
+	jobset := ownerKindOf(t, "JobSet", "v1alpha2")
+	lws := ownerKindOf(t, "LeaderWorkerSet", "v1")
+	pytorch := ownerKindOf(t, "PyTorchJob", "v1")
+	mpi2 := ownerKindOf(t, "MPIJob", "v2beta1")
+	ray := ownerKindOf(t, "RayCluster", "v1")
+	ref := func(apiVersion, kind, name string) *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name,
+			UID: types.UID("uid-" + strings.ToLower(kind) + "-" + name)}
+	}
+	l := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	indexed := batchv1.IndexedCompletion
+
+	s := NewStore([]string{"phalanx"})
+	s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	// JobSet, before its object is read.
+	s.SetPod(ownedPod("js-w-0", ref("batch/v1", "Job", "js-w-0"), l(labelJobSetName, "js", labelJobSetReplicatedJob, "w"), l(annotationJobIndex, "0")))
+	s.SetPod(ownedPod("js-d-0", ref("batch/v1", "Job", "js-d-0"), l(labelJobSetName, "js", labelJobSetReplicatedJob, "d"), l(annotationJobIndex, "0")))
+	// LeaderWorkerSet: two groups, and a pod with a bad size.
+	s.SetPod(ownedPod("lws-0", ref("apps/v1", "StatefulSet", "lws"), l(labelLWSName, "lws", labelLWSGroupIndex, "0"), l(annotationLWSSize, "2")))
+	s.SetPod(ownedPod("lws-0-1", ref("apps/v1", "StatefulSet", "lws-0"), l(labelLWSName, "lws", labelLWSGroupIndex, "0"), l(annotationLWSSize, "2")))
+	s.SetPod(ownedPod("lws-1", ref("apps/v1", "StatefulSet", "lws"), l(labelLWSName, "lws", labelLWSGroupIndex, "1"), l(annotationLWSSize, "2")))
+	s.SetPod(ownedPod("bad-0", ref("apps/v1", "StatefulSet", "bad"), l(labelLWSName, "bad", labelLWSGroupIndex, "0"), l(annotationLWSSize, "two")))
+	// Kubeflow: a PyTorchJob's pod; mpi-operator's launcher (a Job's pod)
+	// and worker.
+	s.SetPod(ownedPod("pt-worker-0", ref("kubeflow.org/v1", "PyTorchJob", "pt"), l(labelKubeflowJobName, "pt"), nil))
+	s.SetPod(ownedPod("mpi-launcher", ref("batch/v1", "Job", "mpi-launcher"), l(labelKubeflowJobName, "mpi", labelKubeflowOperator, "mpi-operator"), nil))
+	s.SetPod(ownedPod("mpi-worker-0", ref("kubeflow.org/v2beta1", "MPIJob", "mpi"), l(labelKubeflowJobName, "mpi", labelKubeflowOperator, "mpi-operator"), nil))
+	// RayCluster.
+	s.SetPod(ownedPod("rc-head", ref("ray.io/v1", "RayCluster", "rc"), l(labelRayCluster, "rc", "ray.io/node-type", "head"), nil))
+	// Indexed Job, and a Job that turns out not to be Indexed.
+	s.SetPod(ownedPod("ij-0", ref("batch/v1", "Job", "ij"), l("batch.kubernetes.io/job-name", "ij"), l(annotationJobIndex, "0")))
+	s.SetPod(ownedPod("nj-0", ref("batch/v1", "Job", "nj"), l("batch.kubernetes.io/job-name", "nj"), l(annotationJobIndex, "0")))
+	// A Job without a completion index: a gang of one.
+	s.SetPod(ownedPod("plainjob-x", ref("batch/v1", "Job", "plainjob"), nil, nil))
+	// An explicit gang wins over every workload.
+	s.SetPod(ownedPod("explicit", ref("ray.io/v1", "RayCluster", "rc"), l(labelRayCluster, "rc"), l(AnnotationGroupName, "mine")))
+	// Precedence: JobSet over Ray, Kubeflow over Indexed Job.
+	s.SetPod(ownedPod("both", ref("batch/v1", "Job", "ij"), l(labelJobSetName, "js", labelRayCluster, "rc"), l(annotationJobIndex, "1")))
+	s.SetPod(ownedPod("kf-ij", ref("kubeflow.org/v1", "PyTorchJob", "pt"), l(labelKubeflowJobName, "pt"), l(annotationJobIndex, "1")))
+	// PDB gangs: plain pods, and a Deployment's pod that a PDB also selects.
+	s.SetPod(ownedPod("tf-0", nil, l("tf-job", "tf"), nil))
+	s.SetPod(ownedPod("tf-1", nil, l("tf-job", "tf"), nil))
+	s.SetPod(ownedPod("web-abc", ref("apps/v1", "ReplicaSet", "web-1"), l("tf-job", "tf"), nil))
+	// Another scheduler's pod is never ours to group.
+	other := ownedPod("other", nil, l("tf-job", "tf"), nil)
+	other.Spec.SchedulerName = "default-scheduler"
+	s.SetPod(other)
+
+	for pod, want := range map[string]string{
+		"js-w-0": "ns/jobset-js", "js-d-0": "ns/jobset-js",
+		"lws-0": "ns/lws-lws-0", "lws-0-1": "ns/lws-lws-0", "lws-1": "ns/lws-lws-1", "bad-0": "ns/lws-bad-0",
+		"pt-worker-0": "ns/pytorchjob-pt", "mpi-launcher": "ns/mpijob-mpi", "mpi-worker-0": "ns/mpijob-mpi",
+		"rc-head": "ns/raycluster-rc", "ij-0": "ns/job-ij", "nj-0": "ns/job-nj",
+		"plainjob-x": "ns/plainjob-x#pod", "explicit": "ns/mine", "both": "ns/jobset-js", "kf-ij": "ns/pytorchjob-pt",
+		"tf-0": "ns/tf-0#pod", "web-abc": "ns/web-abc#pod", "other": "",
+	} {
+		if got := gangOf(s, pod); got != want {
+			t.Errorf("before the workloads are read, pod %s is in gang %q, want %q", pod, got, want)
+		}
+	}
+	if v := viewOf(t, s, "ns/jobset-js"); !v.missingPG || !strings.Contains(v.invalid, "JobSet ns/js is not in the scheduler's cache yet") {
+		t.Errorf("JobSet not read yet: the gang says %q, want that it waits for the JobSet", v.invalid)
+	}
+	if v := viewOf(t, s, "ns/lws-bad-0"); !strings.Contains(v.invalid, `annotation leaderworkerset.sigs.k8s.io/size="two" is not an integer`) {
+		t.Errorf("bad LWS size: the gang says %q", v.invalid)
+	}
+
+	// The workloads are read.
+	s.SetOwner(jobset.gvr, jobset.kind, ownerObj(t, jobset, "js",
+		`{"replicatedJobs":[{"name":"w","replicas":2,"template":{"spec":{"parallelism":2}}},{"name":"d","template":{"spec":{}}}]}`))
+	s.SetOwner(lws.gvr, lws.kind, ownerObj(t, lws, "lws", `{"replicas":2}`))
+	s.SetOwner(pytorch.gvr, pytorch.kind, ownerObj(t, pytorch, "pt", `{"pytorchReplicaSpecs":{"Master":{"replicas":1},"Worker":{"replicas":2}}}`))
+	s.SetOwner(mpi2.gvr, mpi2.kind, ownerObj(t, mpi2, "mpi", `{"mpiReplicaSpecs":{"Launcher":{},"Worker":{"replicas":2}}}`))
+	s.SetOwner(ray.gvr, ray.kind, ownerObj(t, ray, "rc", `{"workerGroupSpecs":[{"groupName":"g","minReplicas":-1}]}`))
+	s.SetJob(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ij", Namespace: "ns", UID: "uid-job-ij"},
+		Spec: batchv1.JobSpec{CompletionMode: &indexed, Parallelism: ptrTo[int32](3)}})
+	s.SetJob(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "nj", Namespace: "ns", UID: "uid-job-nj"}})
+	s.SetPDB(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "tf", Namespace: "ns", UID: "uid-pdb"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(intstr.FromInt32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tf-job": "tf"}}}})
+
+	for pod, want := range map[string]string{
+		"js-w-0": "ns/jobset-js", "nj-0": "ns/nj-0#pod", "ij-0": "ns/job-ij",
+		"tf-0": "ns/pdb-tf", "tf-1": "ns/pdb-tf", "web-abc": "ns/web-abc#pod", "other": "", "plainjob-x": "ns/plainjob-x#pod",
+	} {
+		if got := gangOf(s, pod); got != want {
+			t.Errorf("once the workloads are read, pod %s is in gang %q, want %q", pod, got, want)
+		}
+	}
+	for key, want := range map[string]string{
+		"ns/jobset-js":     "PodGroup ns/jobset-js (minMember 5) is being created from JobSet ns/js",
+		"ns/lws-lws-0":     "(minMember 2) is being created from LeaderWorkerSet ns/lws",
+		"ns/pytorchjob-pt": "(minMember 3) is being created from PyTorchJob ns/pt",
+		"ns/mpijob-mpi":    "(minMember 3) is being created from MPIJob ns/mpi",
+		"ns/raycluster-rc": "cannot be created from RayCluster ns/rc: spec.workerGroupSpecs[0].minReplicas is -1",
+		"ns/job-ij":        "(minMember 3) is being created from Job ns/ij",
+		"ns/pdb-tf":        "(minMember 2) is being created from PodDisruptionBudget ns/tf",
+		"ns/mine":          "PodGroup ns/mine does not exist; its pods wait until it is created",
+	} {
+		_, views := s.Snapshot()
+		v := views[key]
+		if v == nil {
+			t.Errorf("no gang %s", key)
+			continue
+		}
+		if !v.missingPG || !strings.Contains(v.invalid, want) {
+			t.Errorf("gang %s says %q (missing PodGroup %v), want %q", key, v.invalid, v.missingPG, want)
+		}
+	}
+
+	// Once its PodGroup exists, a derived gang is a gang like any other.
+	pg := testPodGroup("job-ij", 3)
+	s.SetPodGroup(pg)
+	if v := viewOf(t, s, "ns/job-ij"); v.missingPG || v.invalid != "" || v.minMember != 3 {
+		t.Errorf("with its PodGroup, gang job-ij: missing %v invalid %q minMember %d", v.missingPG, v.invalid, v.minMember)
+	}
+
+	// A JobSet that starts its replicated jobs in order: one gang each.
+	s.SetOwner(jobset.gvr, jobset.kind, ownerObj(t, jobset, "js",
+		`{"startupPolicy":{"startupPolicyOrder":"InOrder"},"replicatedJobs":[{"name":"w","replicas":2,"template":{"spec":{"parallelism":2}}},{"name":"d","template":{"spec":{}}}]}`))
+	w, d := "ns/"+derivedName("jobset", "js", "w"), "ns/"+derivedName("jobset", "js", "d")
+	if gangOf(s, "js-w-0") != w || gangOf(s, "js-d-0") != d {
+		t.Errorf("InOrder JobSet: pods in gangs %q and %q, want %q and %q", gangOf(s, "js-w-0"), gangOf(s, "js-d-0"), w, d)
+	}
+	if v := viewOf(t, s, w); !strings.Contains(v.invalid, "(minMember 4) is being created from JobSet ns/js") {
+		t.Errorf("InOrder JobSet, replicated job w: %q", v.invalid)
+	}
+	// Back to all at once.
+	s.SetOwner(jobset.gvr, jobset.kind, ownerObj(t, jobset, "js", `{"replicatedJobs":[{"name":"w","template":{"spec":{}}},{"name":"d","template":{"spec":{}}}]}`))
+	if gangOf(s, "js-w-0") != "ns/jobset-js" || gangOf(s, "js-d-0") != "ns/jobset-js" {
+		t.Errorf("JobSet no longer InOrder: pods in gangs %q and %q", gangOf(s, "js-w-0"), gangOf(s, "js-d-0"))
+	}
+
+	// The PDB goes: its pods are gangs of one again; the old gang is gone.
+	s.DeletePDB("ns", "tf")
+	if gangOf(s, "tf-0") != "ns/tf-0#pod" || gangOf(s, "tf-1") != "ns/tf-1#pod" {
+		t.Errorf("PDB deleted: pods in gangs %q and %q", gangOf(s, "tf-0"), gangOf(s, "tf-1"))
+	}
+	if _, ok := s.gangs["ns/pdb-tf"]; ok {
+		t.Errorf("gang pdb-tf outlived its PDB and its members")
+	}
+	// A deleted pod leaves the candidates.
+	s.DeletePod("uid-tf-0")
+	if s.owners.candidates["ns"]["uid-tf-0"] {
+		t.Errorf("deleted pod tf-0 is still a candidate")
+	}
+}
+
+// TestOwnerPDBAfterPods: pods created before their PDB move into its gang,
+// and a gang of them waits whole; bound pods count toward its minimum.
+func TestOwnerPDBAfterPods(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	s.SetNode(testNode("n1", 2))
+	for i := range 3 {
+		s.SetPod(ownedPod(fmt.Sprintf("p-%d", i), nil, map[string]string{"app": "x"}, nil))
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "uid-pdb-x"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(intstr.FromInt32(3)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}}}
+	s.SetPDB(pdb)
+	s.SetPodGroup(testPodGroup("pdb-x", 3))
+	snap, _ := s.Snapshot()
+	g := gangByID(snap, "ns/pdb-x")
+	if g == nil || g.MinMember != 3 || len(g.Pending) != 3 {
+		t.Fatalf("the PDB's gang: %+v; want 3 pending members of minMember 3", g)
+	}
+	plan, _ := newCore(t).RunCycle(snap, 1000)
+	if len(plan.Binds) != 0 {
+		t.Errorf("a gang of 3 one-GPU pods on 2 GPUs bound %v", plan.Binds)
+	}
+	// Changing minAvailable keeps the gang.
+	pdb = pdb.DeepCopy()
+	pdb.Spec.MinAvailable = ptrTo(intstr.FromInt32(2))
+	s.SetPDB(pdb)
+	if gangOf(s, "p-0") != "ns/pdb-x" {
+		t.Errorf("after minAvailable changed, p-0 is in %q", gangOf(s, "p-0"))
+	}
+}
+
+// TestOwnerCreatesPodGroup: a cycle creates the PodGroup of a derived gang
+// through the writer, owned by the workload, with the queue and priority
+// class of its pods; an existing one is success.
+func TestOwnerCreatesPodGroup(t *testing.T) {
+	indexed := batchv1.IndexedCompletion
+	kube := fake.NewClientset()
+	client := phalanxfake.NewSimpleClientset(
+		&v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "job-old", Namespace: "ns"}, Spec: v1alpha1.PodGroupSpec{MinMember: 2}})
+	s, err := New(Options{StatusWorkers: 2}, kube, client, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	for _, name := range []string{"train", "old"} {
+		s.store.SetJob(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-job-" + name)},
+			Spec: batchv1.JobSpec{CompletionMode: &indexed, Parallelism: ptrTo[int32](2)}})
+		for i := range 2 {
+			p := ownedPod(fmt.Sprintf("%s-%d", name, i),
+				&metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID("uid-job-" + name)},
+				map[string]string{}, map[string]string{annotationJobIndex: fmt.Sprint(i), AnnotationQueue: "research"})
+			p.Spec.PriorityClassName, p.Spec.Priority = fmt.Sprintf("pc-%d", i), ptrTo(int32(10*i))
+			s.store.SetPod(p)
+		}
+	}
+	// Another scheduler's Indexed Job: not ours to group.
+	s.store.SetJob(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "ns", UID: "uid-job-theirs"},
+		Spec: batchv1.JobSpec{CompletionMode: &indexed}})
+	p := ownedPod("theirs-0", &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "theirs", UID: "uid-job-theirs"},
+		nil, map[string]string{annotationJobIndex: "0"})
+	p.Spec.SchedulerName = "default-scheduler"
+	s.store.SetPod(p)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		cancel()
+		s.inflight.Wait()
+	}()
+	s.runWriters(ctx)
+	s.cycle(ctx)
+	var pg *v1alpha1.PodGroup
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pg, err = client.SchedulingV1alpha1().PodGroups("ns").Get(ctx, "job-train", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("PodGroup job-train not created: %v", err)
+	}
+	f := false
+	wantOwner := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "uid-job-train", Controller: &f, BlockOwnerDeletion: &f}
+	if len(pg.OwnerReferences) != 1 || !reflect.DeepEqual(pg.OwnerReferences[0], wantOwner) {
+		t.Errorf("owner references %+v, want %+v", pg.OwnerReferences, wantOwner)
+	}
+	if pg.Spec.MinMember != 2 || pg.Spec.Queue != "research" || pg.Spec.PriorityClassName != "pc-1" {
+		t.Errorf("spec %+v, want minMember 2, queue research, priorityClassName pc-1 (the member of highest priority)", pg.Spec)
+	}
+	if pg.Annotations[AnnotationDerivedFrom] != "Job/train" || pg.Labels[LabelDerivedFromKind] != "Job" ||
+		pg.Annotations[AnnotationSchedulerName] != "phalanx" {
+		t.Errorf("annotations %v labels %v", pg.Annotations, pg.Labels)
+	}
+	// The existing PodGroup was created again (AlreadyExists: success, no
+	// failure recorded), and none for the other scheduler's Job.
+	time.Sleep(100 * time.Millisecond)
+	s.drain() // the writer's reports
+	if why := s.store.owners.failed["ns/job-old"]; why != "" {
+		t.Errorf("creating an existing PodGroup failed: %s", why)
+	}
+	if _, err := client.SchedulingV1alpha1().PodGroups("ns").Get(ctx, "job-theirs", metav1.GetOptions{}); err == nil {
+		t.Errorf("a PodGroup was created for another scheduler's pods")
+	}
+	// A second cycle does not hand the creation again.
+	before := len(client.Actions())
+	s.cycle(ctx)
+	time.Sleep(50 * time.Millisecond)
+	for _, a := range client.Actions()[before:] {
+		if a.GetVerb() == "create" {
+			t.Errorf("a second cycle created again: %v", a)
+		}
+	}
+}
+
+// FuzzOwnerSpec: a workload object of any kind with a fuzzed spec and
+// name, and a pod of it. Reading it never panics; a minMember read without
+// a problem is within 1..100000; the PodGroup name is a DNS label; a cycle
+// over the store never binds a member of a gang whose PodGroup is missing.
+func FuzzOwnerSpec(f *testing.F) {
+	f.Add(uint8(0), "js", `{"replicatedJobs":[{"name":"w","replicas":2,"template":{"spec":{"parallelism":4}}}]}`, "2")
+	f.Add(uint8(0), "js", `{"startupPolicy":{"startupPolicyOrder":"InOrder"},"replicatedJobs":[{"name":"w","replicas":-2}]}`, "")
+	f.Add(uint8(2), "tf.job", `{"tfReplicaSpecs":{"PS":{"replicas":1e300},"Worker":null}}`, "")
+	f.Add(uint8(3), "pt", `{"elasticPolicy":{"minReplicas":"2"},"pytorchReplicaSpecs":{"Master":{}}}`, "")
+	f.Add(uint8(8), "mpi", `{"mpiReplicaSpecs":{"Worker":{"replicas":4294967297}}}`, "")
+	f.Add(uint8(9), "rc", `{"workerGroupSpecs":[{"minReplicas":2147483647,"numOfHosts":-1}]}`, "")
+	f.Add(uint8(1), strings.Repeat("x", 80), `{}`, "-1")
+	f.Add(uint8(4), "j", `[]`, "99999999999")
+	f.Fuzz(func(t *testing.T, which uint8, name, spec, size string) {
+		k := OwnerKinds[int(which)%len(OwnerKinds)]
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": k.gvr.GroupVersion().String(), "kind": k.kind,
+			"metadata": map[string]any{"name": name, "namespace": "ns", "uid": "uid-owner"},
+		}}
+		var v any
+		if err := utiljson.Unmarshal([]byte(spec), &v); err == nil {
+			u.Object["spec"] = v
+		}
+		o := readOwner(k.gvr, k.kind, u)
+		if o.problem == "" && k.kind != kindLWS && (o.min < 1 || o.min > maxDerivedMin) {
+			t.Errorf("%s %s: minMember %d without a problem", k.kind, spec, o.min)
+		}
+		for rj, n := range o.parts {
+			if n < 0 {
+				t.Errorf("%s %s: replicated job %q of %d pods", k.kind, spec, rj, n)
+			}
+		}
+		if errs := validation.IsDNS1123Label(derivedName(strings.ToLower(k.kind), name)); len(errs) > 0 {
+			t.Errorf("derivedName(%q) is not a DNS label: %v", name, errs)
+		}
+		if name == "" {
+			return // no workload labels: gangs of one
+		}
+
+		s := NewStore([]string{"phalanx"})
+		s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+		fuzzNodes(s)
+		s.SetOwner(k.gvr, k.kind, u)
+		labels := map[string]string{labelJobSetName: name, labelJobSetReplicatedJob: "w", labelLWSName: name,
+			labelLWSGroupIndex: "0", labelRayCluster: name, labelKubeflowJobName: name}
+		if k.kind != kindJobSet {
+			delete(labels, labelJobSetName)
+		}
+		if k.kind != kindLWS {
+			delete(labels, labelLWSName)
+		}
+		ctrl := &metav1.OwnerReference{APIVersion: k.gvr.GroupVersion().String(), Kind: k.kind, Name: name, UID: "uid-owner"}
+		for i := range 2 {
+			s.SetPod(ownedPod(fmt.Sprintf("p-%d", i), ctrl, labels, map[string]string{annotationLWSSize: size}))
+		}
+		_, plan, diag := fuzzCycle(t, s)
+		for _, b := range plan.Binds {
+			t.Errorf("%s %s: member %s of gang %s was bound without a PodGroup", k.kind, spec, b.Member, b.Gang)
+		}
+		for _, st := range diag.Pending {
+			if st.Reason != core.ReasonInvalid {
+				t.Errorf("%s %s: gang %s waits with reason %s, want %s", k.kind, spec, st.Gang, st.Reason, core.ReasonInvalid)
+			}
+		}
+	})
+}
