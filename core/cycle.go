@@ -71,6 +71,9 @@ type cycle struct {
 	// satisfied gangs in the order they were visited, with the index of their
 	// first pending member not yet placed.
 	satisfied []elastic
+	// capacity is the sum of every node's allocatable, once computed.
+	capacity      Vector
+	capacityKnown bool
 	plan      Plan
 	diag      Diagnostics
 	scratch   txn
@@ -135,7 +138,37 @@ func (c *cycle) admit(g *Gang) *queueState {
 		c.pending(g, ReasonQueueNotFound, 0, fmt.Sprintf("queue %q does not exist", g.Queue))
 		return nil
 	}
+	if msg := c.neverFits(g); msg != "" {
+		c.pending(g, ReasonExceedsCluster, g.MinMember-g.Bound, msg)
+		return nil
+	}
 	return qs
+}
+
+// neverFits says why g's minimum can never fit, or "": the members it
+// still needs ask more of some resource than every node of the cluster has
+// together, used or not. Such a gang is not placed, and evicts nothing:
+// no eviction would make room.
+func (c *cycle) neverFits(g *Gang) string {
+	if g.Bound >= g.MinMember || c.cfg.Ordering == StrictFIFO {
+		// Only elastic members wait; or the strict FIFO baseline, which
+		// blocks behind such a gang as the schedulers it models do.
+		return ""
+	}
+	if !c.capacityKnown {
+		for i := range c.snap.Nodes {
+			c.capacity = c.capacity.Add(c.snap.Nodes[i].Allocatable)
+		}
+		c.capacityKnown = true
+	}
+	_, want := minimumOf(g)
+	for _, d := range dimsByImportance {
+		if want[d] > c.capacity[d] {
+			return fmt.Sprintf("can never fit: the cluster has %s, the gang needs %s",
+				c.snap.Resources.amount(d, c.capacity[d]), c.snap.Resources.amount(d, want[d]))
+		}
+	}
+	return ""
 }
 
 func validate(g *Gang, levels []string) (GangStatus, bool) {

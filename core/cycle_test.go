@@ -96,7 +96,7 @@ func TestSeedACKWaitsForCapacity(t *testing.T) {
 	if len(plan.Binds) != 0 {
 		t.Fatalf("binds = %v, want none", plan.Binds)
 	}
-	want := map[string]pendingView{"tf-smoke-gpu": {ReasonUnschedulable, "3/5 members fit; short 4 nvidia.com/gpu"}}
+	want := map[string]pendingView{"tf-smoke-gpu": {ReasonExceedsCluster, "can never fit: the cluster has 4 nvidia.com/gpu, the gang needs 8 nvidia.com/gpu"}}
 	if diff := cmp.Diff(want, pendingOf(diag)); diff != "" {
 		t.Errorf("pending (-want +got):\n%s", diff)
 	}

@@ -56,6 +56,10 @@ const (
 	ReasonQueueClosed Reason = "QueueClosed"
 	// ReasonQueueNotFound: the gang names a queue that does not exist.
 	ReasonQueueNotFound Reason = "QueueNotFound"
+	// ReasonExceedsCluster: the gang's minimum asks more of a resource than
+	// all the cluster's nodes have together; it can never fit as the
+	// cluster is.
+	ReasonExceedsCluster Reason = "ExceedsCluster"
 	// ReasonNotEnoughMembers: fewer members exist than MinMember.
 	ReasonNotEnoughMembers Reason = "NotEnoughMembers"
 	// ReasonInvalid: the gang's spec is malformed.

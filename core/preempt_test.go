@@ -161,7 +161,7 @@ func TestNoPreemption(t *testing.T) {
 			if len(plan.Evictions) != 0 || len(plan.Holds) != 0 {
 				t.Errorf("evictions %v, holds %v", plan.Evictions, plan.Holds)
 			}
-			if st := pendingOf(diag)["p"]; st.Reason != ReasonUnschedulable {
+			if st := pendingOf(diag)["p"]; st.Reason != ReasonUnschedulable && st.Reason != ReasonExceedsCluster {
 				t.Errorf("p: %v", st)
 			}
 		})
@@ -347,5 +347,41 @@ func TestPreemptSkipsUnevictable(t *testing.T) {
 	plan, _ = runAt(t, s, preemptive(), 100)
 	if diff := cmp.Diff([]string{"low/low-1"}, victims(plan)); diff != "" {
 		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}
+
+// A gang whose minimum asks more than every node has together says so, and
+// evicts nothing: no eviction would make it fit. Its elastic members do not
+// count, nor do cordoned nodes' GPUs go missing from what the cluster has.
+func TestGangLargerThanCluster(t *testing.T) {
+	s := twoEightGPUNodes().Gangs(
+		MakeGang("huge").Members(5, GPUs(4)).Priority(9),
+		MakeGang("elastic").Members(5, GPUs(4)).Min(4).Priority(9),
+	).Obj()
+	runGang(s, "low", "default", 0, 1, 0, []int{0}, 8)
+	plan, diag := runAt(t, s, preemptive(), 100)
+	for _, e := range plan.Evictions {
+		if e.Preemptor == "huge" {
+			t.Errorf("huge evicts %v", e)
+		}
+	}
+	want := pendingView{ReasonExceedsCluster, "can never fit: the cluster has 16 nvidia.com/gpu, the gang needs 20 nvidia.com/gpu"}
+	if got := pendingOf(diag)["huge"]; got != want {
+		t.Errorf("huge: %v, want %v", got, want)
+	}
+	if got := pendingOf(diag)["elastic"]; got.Reason == ReasonExceedsCluster {
+		t.Errorf("elastic, whose minimum fits the cluster: %v", got)
+	}
+
+	cordoned := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).Cordoned(), MakeNode("b").GPUs(8)).
+		Gangs(MakeGang("g").Members(2, GPUs(8))).Obj()
+	_, diag = runAt(t, cordoned, Config{}, 100)
+	if got := pendingOf(diag)["g"]; got.Reason == ReasonExceedsCluster {
+		t.Errorf("a cordoned node's GPUs still belong to the cluster: %v", got)
+	}
+	cpu := MakeSnapshot().Nodes(MakeNode("a").CPUs(4)).Gangs(MakeGang("g").Members(1, GPUs(1))).Obj()
+	_, diag = runAt(t, cpu, Config{}, 100)
+	if got := pendingOf(diag)["g"]; got.Message != "can never fit: the cluster has no nvidia.com/gpu, the gang needs 1 nvidia.com/gpu" {
+		t.Errorf("no GPU in the cluster: %v", got)
 	}
 }

@@ -129,6 +129,34 @@ func (n ResourceNames) Format(v Vector) string {
 	return strings.Join(parts, ", ")
 }
 
+// dimsByImportance lists the dimensions in the order Format renders them.
+var dimsByImportance = func() []int {
+	var out []int
+	for d := FirstExtended; d < MaxDims; d++ {
+		out = append(out, d)
+	}
+	return append(out, CPU, Memory, Pods)
+}()
+
+// amount renders v of dimension d alone, e.g. "4 nvidia.com/gpu", or
+// "no nvidia.com/gpu" for zero.
+func (n ResourceNames) amount(d int, v int64) string {
+	if v == 0 {
+		switch d {
+		case CPU:
+			return "no cpu"
+		case Memory:
+			return "no memory"
+		case Pods:
+			return "no pod slots"
+		}
+		return "no " + n.Name(d)
+	}
+	var one Vector
+	one[d] = v
+	return n.Format(one)
+}
+
 func formatMilli(m int64) string {
 	if m%1000 == 0 {
 		return fmt.Sprintf("%d", m/1000)

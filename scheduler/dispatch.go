@@ -200,6 +200,8 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		if verd, ok := s.verdicts[key]; ok {
 			last = &verd
 			s.markPods(v, verd, now)
+		} else if v.bound >= v.minMember && len(v.pending) > 0 {
+			s.markPods(v, elasticVerdict(v), now)
 		}
 		if v.podGroup == nil {
 			continue
@@ -332,6 +334,9 @@ func (s *Scheduler) admitted(v *gangView, q *core.Queue) bool {
 // dropped if that pod is bound, so a bound pod never gets PodScheduled=False.
 func (s *Scheduler) markPods(v *gangView, verd verdict, now metav1.Time) {
 	for _, p := range v.pending {
+		if p.node != "" {
+			continue // bound by this cycle
+		}
 		cond, changed := podScheduledCondition(p.pod, verd, now)
 		if !changed || s.written.pods[p.pod.UID] == cond.Message {
 			continue
@@ -342,6 +347,19 @@ func (s *Scheduler) markPods(v *gangView, verd verdict, now metav1.Time) {
 			return s.patchCondition(ctx, pod, verd, now)
 		}})
 	}
+}
+
+// ReasonElasticWaiting: a member beyond its gang's minMember waits for
+// room while the gang runs.
+const ReasonElasticWaiting = "ElasticWaiting"
+
+// elasticVerdict is what the waiting members of a gang that runs (its
+// minimum is bound) say: they are placed one by one when room frees, and
+// never preempt a gang of equal priority.
+func elasticVerdict(v *gangView) verdict {
+	return verdict{reason: ReasonElasticWaiting, message: fmt.Sprintf(
+		"gang %s runs with its minMember %d bound; this member beyond the minimum is placed when a node has room for it (it never preempts a gang of equal priority)",
+		v.info.name, v.minMember)}
 }
 
 // patchCondition writes the PodScheduled=False condition of verd on pod,

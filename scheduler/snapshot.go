@@ -113,6 +113,20 @@ func (s *Store) view(g *gangInfo) *gangView {
 	switch g.membership.Kind {
 	case ByPodGroup:
 		pg := s.podGroup(g.namespace + "/" + g.name)
+		if last := s.gone[g.key]; pg == nil && last != nil && v.bound > 0 {
+			// Deleted while members run: they stay a gang of its
+			// minMember, never loose pods that any gang may preempt;
+			// what waits, waits for a PodGroup.
+			v.minMember, v.arrival = int(last.Spec.MinMember), last.CreationTimestamp.Unix()
+			if last.Spec.Queue != "" {
+				v.queue = last.Spec.Queue
+			}
+			v.priority = max(v.priority, s.priorities[last.Spec.PriorityClassName])
+			v.missingPG = true
+			v.invalid = fmt.Sprintf("PodGroup %s/%s was deleted; its %d bound members keep its minMember %d until they end, the others wait until it is created again",
+				g.namespace, g.name, v.bound, v.minMember)
+			return v
+		}
 		if pg == nil {
 			v.missingPG = true
 			v.invalid = fmt.Sprintf("PodGroup %s/%s does not exist; its pods wait until it is created", g.namespace, g.name)

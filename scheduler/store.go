@@ -44,6 +44,11 @@ type Store struct {
 	// foreignStatus holds their status as read, in their own schema,
 	// keyed like foreign.
 	foreignStatus map[string]map[string]map[string]any
+	// gone holds the last PodGroup seen of a gang whose PodGroup was
+	// deleted (or became unreadable) while it had members: its bound
+	// members keep its minMember, queue and priority until they end (an
+	// operator deletes a finished job's PodGroup while its pods may stay).
+	gone map[string]*v1alpha1.PodGroup
 	// volcanoQueues holds the Queues of Volcano's API, as ours; a Queue
 	// of ours of the same name wins.
 	volcanoQueues map[string]*v1alpha1.Queue
@@ -167,6 +172,7 @@ func NewStore(schedulerNames []string) *Store {
 		foreign:          map[string]map[string]*v1alpha1.PodGroup{},
 		foreignStatus:    map[string]map[string]map[string]any{},
 		volcanoQueues:    map[string]*v1alpha1.Queue{},
+		gone:             map[string]*v1alpha1.PodGroup{},
 		unreadable:       map[string]string{},
 		queues:           map[string]*v1alpha1.Queue{},
 		namespaces:       map[string]labels.Set{},
@@ -328,6 +334,7 @@ func (s *Store) leaveGang(p *podInfo, uid types.UID) {
 	delete(g.members, uid)
 	if len(g.members) == 0 {
 		delete(s.gangs, p.gang)
+		delete(s.gone, p.gang)
 	}
 }
 
@@ -403,10 +410,26 @@ func (s *Store) Forget(uid types.UID) {
 }
 
 // SetPodGroup adds or replaces a PodGroup.
-func (s *Store) SetPodGroup(pg *v1alpha1.PodGroup) { s.podGroups[pg.Namespace+"/"+pg.Name] = pg }
+func (s *Store) SetPodGroup(pg *v1alpha1.PodGroup) {
+	key := pg.Namespace + "/" + pg.Name
+	s.podGroups[key] = pg
+	delete(s.gone, key)
+}
 
-// DeletePodGroup removes a PodGroup; its pods wait until it comes back.
-func (s *Store) DeletePodGroup(namespace, name string) { delete(s.podGroups, namespace+"/"+name) }
+// DeletePodGroup removes a PodGroup; its pods wait until it comes back, and
+// its bound members keep its spec until they end (see Store.gone).
+func (s *Store) DeletePodGroup(namespace, name string) {
+	key := namespace + "/" + name
+	s.remember(key, s.podGroups[key])
+	delete(s.podGroups, key)
+}
+
+// remember keeps pg, a PodGroup that is going, while its gang has members.
+func (s *Store) remember(key string, pg *v1alpha1.PodGroup) {
+	if pg != nil && s.gangs[key] != nil {
+		s.gone[key] = pg
+	}
+}
 
 // SetForeignPodGroup adds or replaces a PodGroup read from the API group of
 // another scheduler.
@@ -418,6 +441,7 @@ func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup, status m
 	}
 	s.foreign[group][pg.Namespace+"/"+pg.Name] = pg
 	s.foreignStatus[group][pg.Namespace+"/"+pg.Name] = status
+	delete(s.gone, pg.Namespace+"/"+pg.Name)
 }
 
 // SetUnreadablePodGroup records that the PodGroup namespace/name of another
@@ -432,6 +456,7 @@ func (s *Store) SetUnreadablePodGroup(key, why string) {
 
 // DeleteForeignPodGroup removes a PodGroup of another scheduler's API.
 func (s *Store) DeleteForeignPodGroup(group, namespace, name string) {
+	s.remember(namespace+"/"+name, s.foreign[group][namespace+"/"+name])
 	delete(s.foreign[group], namespace+"/"+name)
 	delete(s.foreignStatus[group], namespace+"/"+name)
 	delete(s.unreadable, namespace+"/"+name)

@@ -326,3 +326,44 @@ func TestPodGroupWithoutPods(t *testing.T) {
 		t.Errorf("phase %s, want Inqueue", st.Phase)
 	}
 }
+
+// An operator deletes a finished job's PodGroup while its pods may still
+// run. Its bound members stay a gang of the PodGroup's minMember, queue and
+// priority, never loose pods of minMember 1 whose extras any gang may
+// preempt; once they end, the gang and what was kept of it go.
+func TestDeletedPodGroupKeepsMinMember(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.preempting = true
+	s.SetNode(testNode("n1", 2))
+	pg := testPodGroup("a", 2)
+	pg.Spec.Queue = "research"
+	s.SetPodGroup(pg)
+	s.SetPod(testPod("a-0").Group("a").GPUs(1).On("n1", corev1.PodRunning).Obj())
+	s.SetPod(testPod("a-1").Group("a").GPUs(1).On("n1", corev1.PodRunning).Obj())
+	s.DeletePodGroup("ns", "a")
+	snap, views := s.Snapshot()
+	if v := views["ns/a"]; v == nil || v.minMember != 2 || v.queue != "research" {
+		t.Fatalf("view after the PodGroup was deleted: %+v", v)
+	}
+	if len(snap.Running) != 1 || snap.Running[0].MinMember != 2 || snap.Running[0].Queue != "research" {
+		t.Errorf("running gangs %+v; want a, minMember 2, in research", snap.Running)
+	}
+	// A replacement waits for the PodGroup, saying why.
+	s.SetPod(testPod("a-2").Group("a").GPUs(1).Obj())
+	snap, _ = s.Snapshot()
+	if g := gangByID(snap, "ns/a"); g == nil || !strings.Contains(g.Invalid, "was deleted") {
+		t.Errorf("a member of a deleted PodGroup: %+v", g)
+	}
+	s.DeletePod("uid-a-2")
+	// The members end: nothing is kept; a new gang of the name starts afresh.
+	s.DeletePod("uid-a-0")
+	s.DeletePod("uid-a-1")
+	if len(s.gone) != 0 {
+		t.Errorf("kept %v after the members ended", s.gone)
+	}
+	s.SetPod(testPod("a-9").Group("a").GPUs(1).Obj())
+	snap, _ = s.Snapshot()
+	if g := gangByID(snap, "ns/a"); g == nil || !strings.Contains(g.Invalid, "does not exist") {
+		t.Errorf("a new pod of the deleted PodGroup's name: %+v", g)
+	}
+}

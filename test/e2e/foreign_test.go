@@ -35,8 +35,8 @@ func TestForeignPodGroups(t *testing.T) {
 			startScheduler(t, "kube-batch")
 
 			j := e.create(tfJob("tfjob").PS(1).Workers(3).GPUsPerWorker(1).SchedulerName("kube-batch").ForeignPodGroup(api.gvr))
-			e.eventually(30*time.Second, "the pods say the gang is one GPU short",
-				e.podsCondition(j, "PodScheduled", "False", "3/4 members fit", "short 1 nvidia.com/gpu"))
+			e.eventually(30*time.Second, "the pods say the gang is larger than the cluster",
+				e.podsCondition(j, "PodScheduled", "False", "can never fit: the cluster has 2 nvidia.com/gpu, the gang needs 3 nvidia.com/gpu"))
 			e.consistently(holdStill, "the gang to stay whole-pending", e.noneBound(j))
 			e.addNodes(kwokNodes(api.name+"-more", 1).CPU("4").Memory("16Gi").GPUs(1))
 			e.eventually(time.Minute, "the gang runs whole", e.running(j))

@@ -68,8 +68,8 @@ func TestSeedACKLabels(t *testing.T) {
 	startScheduler(t)
 
 	j := e.create(ackJob("tf-smoke-gpu").PS(1).Workers(4).GPUsPerWorker(2).MinAvailable("5"))
-	e.eventually(30*time.Second, "the pods' PodScheduled condition names the GPU shortage",
-		e.podsCondition(j, corev1.PodScheduled, corev1.ConditionFalse, "members fit", "short", "nvidia.com/gpu"))
+	e.eventually(30*time.Second, "the pods' PodScheduled condition says the gang is larger than the cluster",
+		e.podsCondition(j, corev1.PodScheduled, corev1.ConditionFalse, "can never fit: the cluster has 4 nvidia.com/gpu, the gang needs 8 nvidia.com/gpu"))
 	e.consistently(holdStill, "tf-smoke-gpu to stay whole-pending on 4 GPUs", e.noneBound(j))
 
 	e.addNodes(kwokNodes("seed-ack-b", 2).GPUs(2))
