@@ -4,10 +4,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -63,4 +67,51 @@ func installForeignAPI(t *testing.T, e *env, file string, gvr schema.GroupVersio
 	if err != nil {
 		t.Fatalf("%s not served: %v", gvr, err)
 	}
+}
+
+// TestAPIInstalledLater: an operator's PodGroup API installed while Phalanx
+// runs is read without a restart. Before, its gang waits saying the
+// PodGroup does not exist; once the CRD is established and the PodGroup
+// created, the gang runs.
+func TestAPIInstalledLater(t *testing.T) {
+	e := newEnv(t)
+	gvr := schema.GroupVersionResource{Group: "scheduling.incubator.k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+	crds, err := readManifests("testdata/kube-batch-podgroup-crd.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Start from a cluster without the API, whatever ran before.
+	for _, crd := range crds {
+		if err := dyn.Resource(crdGVR).Delete(e.ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		e.eventually(time.Minute, "the CRD is gone", func(ctx context.Context) error {
+			_, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("CRD %s still exists (%v)", crd.GetName(), err)
+		})
+	}
+	e.addNodes(kwokNodes("later", 2).GPUs(1))
+	startScheduler(t, "kube-batch")
+
+	b := tfJob("later").Workers(2).GPUsPerWorker(1).SchedulerName("kube-batch").ForeignPodGroup(gvr)
+	j := &job{name: "later", size: 2}
+	for _, p := range b.Pods() {
+		j.pods = append(j.pods, e.createPod(p).Name)
+	}
+	e.eventually(30*time.Second, "the pods say their PodGroup does not exist",
+		e.podsCondition(j, corev1.PodScheduled, corev1.ConditionFalse, "PodGroup", "does not exist"))
+	installForeignAPI(t, e, "testdata/kube-batch-podgroup-crd.yaml", gvr)
+	pg := b.PodGroup()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": gvr.GroupVersion().String(), "kind": "PodGroup",
+		"metadata": map[string]any{"name": pg.Name, "namespace": e.ns},
+		"spec":     map[string]any{"minMember": int64(pg.Spec.MinMember)},
+	}}
+	if _, err := dyn.Resource(gvr).Namespace(e.ns).Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(time.Minute, "the gang runs whole", e.running(j))
 }
