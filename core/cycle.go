@@ -74,11 +74,11 @@ type cycle struct {
 	// capacity is the sum of every node's allocatable, once computed.
 	capacity      Vector
 	capacityKnown bool
-	plan      Plan
-	diag      Diagnostics
-	scratch   txn
-	candBuf   []int32
-	now       int64
+	plan          Plan
+	diag          Diagnostics
+	scratch       txn
+	candBuf       []int32
+	now           int64
 	// resvs are the cycle's reservations (reserve.go); bit i of open says
 	// whether the gang being placed may use the nodes of resvs[i].
 	resvs []*reservation
