@@ -343,6 +343,11 @@ func (s *Scheduler) markPods(v *gangView, verd verdict, now metav1.Time) {
 		}
 		s.written.pods[p.pod.UID] = cond.Message
 		pod := p.pod
+		if verd.reason == ReasonElasticWaiting && s.recorder != nil {
+			// Gangs' other reasons have their Events (unschedulableEvent);
+			// this one is per member, once.
+			s.recorder.Event(pod, corev1.EventTypeNormal, ReasonElasticWaiting, verd.message)
+		}
 		s.writer.put(writeKey{kindPod, string(pod.UID)}, writeJob{do: func(ctx context.Context) error {
 			return s.patchCondition(ctx, pod, verd, now)
 		}})

@@ -45,6 +45,7 @@ func TestElasticMembers(t *testing.T) {
 	e.eventually(time.Minute, "el's minimum runs", e.countBound(el, 2))
 	e.eventually(30*time.Second, "the waiting elastic member says why",
 		e.podsConditionOfUnbound(el, corev1.PodScheduled, corev1.ConditionFalse, scheduler.ReasonElasticWaiting, "beyond the minimum"))
+	e.eventually(30*time.Second, "and an Event says so", e.eventOn("el-worker-2", scheduler.ReasonElasticWaiting, "beyond the minimum"))
 	other := e.create(gang("other").Members(1).GPUs(1))
 	e.eventually(30*time.Second, "other waits", e.podsCondition(other, corev1.PodScheduled, corev1.ConditionFalse, "0/1 members fit"))
 	e.consistently(holdStill, "el to keep both its members, other to wait", both(e.countBound(el, 2), e.noneBound(other)))
