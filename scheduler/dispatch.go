@@ -277,7 +277,7 @@ func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admit
 	pg := v.podGroup
 	group := foreignGroup(pg)
 	gvr, ok := foreignResource(group)
-	if !ok {
+	if !ok || s.opts.Dynamic == nil {
 		return
 	}
 	current := s.store.foreignStatus[group][key]
