@@ -10,7 +10,10 @@
 #   PHALANX_E2E_CLUSTER_DIR   cluster work dir [<repo>/.cache/e2e-cluster]; logs stay in <dir>/logs
 #   PHALANX_E2E_APISERVER_PORT, PHALANX_E2E_ETCD_PORT, PHALANX_E2E_ETCD_PEER_PORT [16543, 23890, 23900]
 #   GO                        the go command [go]
-# On a fresh machine the first run builds the Kubernetes binaries (~10-20 min on 2 cores).
+#   PHALANX_OPERATORS_DIR     the real job operators and their CRDs for test/e2e/operators_test.go
+#                             [built by hack/operators/build.sh, cached in .cache/operators]
+# On a fresh machine the first run builds the Kubernetes binaries (~10-20 min on 2 cores) and
+# the job operators (hack/operators/build.sh, see its header for the time).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +26,13 @@ export PHALANX_ETCD_PEER_PORT=${PHALANX_E2E_ETCD_PEER_PORT:-23900}
 export PHALANX_KUBE_SCHEDULER=0
 export PHALANX_KWOK_SERVER=
 GO=${GO:-go}
+
+# Before the cluster starts: a cold build takes long, and a failed one needs no cluster.
+if [[ -z ${PHALANX_OPERATORS_DIR:-} ]]; then
+  PHALANX_OPERATORS_DIR=$(hack/operators/build.sh | tail -n1)
+fi
+export PHALANX_OPERATORS_DIR
+echo "test-e2e: operators in $PHALANX_OPERATORS_DIR" >&2
 
 down() { hack/local-cluster.sh down || true; }
 trap down EXIT

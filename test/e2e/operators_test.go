@@ -1,0 +1,1084 @@
+//go:build e2e
+
+package e2e
+
+// Real job operators against the local control plane. hack/operators/build.sh builds them from
+// the Go module proxy and gathers their CRDs (never hand-written copies); hack/test-e2e.sh
+// exports the output directory as PHALANX_OPERATORS_DIR. Each operator runs as a subprocess
+// with the test cluster's KUBECONFIG, logs to a file under the cluster's logs dir, prints its log
+// tail when its test fails, and is killed when its test ends.
+//
+// What each needs to run outside a cluster (the tests do all of it):
+//
+//   - training-operator v1.9: its webhook server cannot be turned off. Its cert rotator
+//     (open-policy-agent/cert-controller) needs the Secret training-operator-webhook-cert in the
+//     namespace named by MY_POD_NAMESPACE (an empty one will do: the rotator fills it), and the
+//     webhook server a serving certificate in the fixed directory
+//     /tmp/k8s-webhook-server/serving-certs (tls.crt, tls.key). No webhook configuration is
+//     registered: the rotator logs "Webhook not found" and goes on. Flags: --gang-scheduler-name,
+//     --enable-scheme=pytorchjob, --namespace (watch only the test's), free ports for
+//     --metrics-bind-address, --health-probe-bind-address, --webhook-server-port. Leader
+//     election is off by default. /readyz answers once the certificates are in place and the
+//     webhook server listens. The gang scheduler's PodGroup CRD must be installed before it
+//     starts (it exits otherwise).
+//   - JobSet v0.8.2: --config with leaderElection off, metrics off ("0"), internal cert
+//     management off, a webhook port and certDir of the test's. Its webhooks cannot be turned
+//     off and its defaulting lives in them (successPolicy, completionMode, DNS hostnames), so
+//     the tests register them with the API server as URL webhooks (https://127.0.0.1:<port>,
+//     the test's CA), restricted to the test's namespace, and delete them before stopping it.
+//     It creates batch/v1 Jobs: the Job controller of kube-controller-manager makes their pods.
+//   - LeaderWorkerSet v0.6.2: the same kind of --config (config.lws.x-k8s.io) and
+//     --leader-elect=false. ENABLE_WEBHOOKS=false would turn its webhooks off, but its pod
+//     webhook labels the leader pods (group index) that its pod controller needs to create the
+//     worker StatefulSets, so they are registered as for JobSet. Its StatefulSets need the
+//     StatefulSet controller of kube-controller-manager.
+//   - KubeRay v1.4.2: --enable-leader-election=false, --metrics-addr=0, --watch-namespace,
+//     --health-probe-bind-address; its webhooks are off unless ENABLE_WEBHOOKS=true. It creates
+//     pods and Services itself. Its manager watches RayService too, so the three CRDs are needed.
+//   - kube-controller-manager (k8s.io/kubernetes, the control plane's version), for Jobs and
+//     StatefulSets only: --controllers=job-controller,statefulset-controller --leader-elect=false
+//     --secure-port=0 --kubeconfig. The local control plane has no garbage collector: the tests
+//     delete what the operators created themselves.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// envOperatorsDir names the output directory of hack/operators/build.sh (bin/, crds/, webhooks/).
+const envOperatorsDir = "PHALANX_OPERATORS_DIR"
+
+var (
+	gvrPyTorchJob  = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+	gvrJobSet      = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
+	gvrLWS         = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
+	gvrRayCluster  = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
+	gvrSPPodGroup  = schema.GroupVersionResource{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"}
+	gvrVCPodGroup  = schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"}
+	gvrMutatingWH  = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}
+	gvrValidatingW = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}
+)
+
+// operatorsDir returns PHALANX_OPERATORS_DIR, or fails the test: an operator test that skipped
+// would read as passing.
+func operatorsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv(envOperatorsDir)
+	if dir == "" {
+		t.Fatalf("%s is not set: run the suite with hack/test-e2e.sh, or export %s=$(hack/operators/build.sh | tail -n1)",
+			envOperatorsDir, envOperatorsDir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bin")); err != nil {
+		t.Fatalf("%s=%s: %v", envOperatorsDir, dir, err)
+	}
+	return dir
+}
+
+// newOperatorEnv is newEnv for a test that runs operators: its cleanup, which runs after the
+// operators the test starts are stopped and before newEnv's, deletes what they created (there
+// is no garbage collector) and strips finalizers that nothing is left to remove; on failure it
+// first logs the operators' objects.
+func newOperatorEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.dumpOperatorObjects()
+		}
+		e.deleteOperatorObjects()
+	})
+	return e
+}
+
+// The namespaced kinds the operators create or the tests create for them.
+var operatorKinds = []schema.GroupVersionResource{
+	gvrPyTorchJob, gvrJobSet, gvrLWS, gvrRayCluster,
+	{Group: "ray.io", Version: "v1", Resource: "rayjobs"},
+	gvrSPPodGroup, gvrVCPodGroup,
+	{Group: "batch", Version: "v1", Resource: "jobs"},
+	{Group: "apps", Version: "v1", Resource: "statefulsets"},
+	{Group: "apps", Version: "v1", Resource: "controllerrevisions"},
+	{Group: "", Version: "v1", Resource: "services"},
+}
+
+func (e *env) deleteOperatorObjects() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	background := metav1.DeletePropagationBackground
+	for _, gvr := range operatorKinds {
+		c := dyn.Resource(gvr).Namespace(e.ns)
+		l, err := c.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue // an API that is not installed
+		}
+		for _, o := range l.Items {
+			if len(o.GetFinalizers()) > 0 {
+				_, _ = c.Patch(ctx, o.GetName(), types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			}
+			err := c.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
+			if err != nil && !apierrors.IsNotFound(err) {
+				e.t.Logf("cleanup: delete %s %s: %v", gvr.Resource, o.GetName(), err)
+			}
+		}
+	}
+	// The Job controller's batch.kubernetes.io/job-tracking finalizer would keep deleted pods.
+	pods, err := kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Logf("cleanup: list pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		if len(p.Finalizers) > 0 {
+			_, err := kube.CoreV1().Pods(e.ns).Patch(ctx, p.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				e.t.Logf("cleanup: remove finalizers of pod %s: %v", p.Name, err)
+			}
+		}
+	}
+}
+
+// dumpOperatorObjects logs the status of the operators' objects: what the Phalanx dump does not
+// show (foreign PodGroups, the jobs themselves).
+func (e *env) dumpOperatorObjects() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b strings.Builder
+	fmt.Fprintf(&b, "---- operator objects in %s ----\n", e.ns)
+	for _, gvr := range operatorKinds {
+		if gvr.Resource == "controllerrevisions" || gvr.Resource == "services" {
+			continue
+		}
+		l, err := dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range l.Items {
+			spec, _, _ := unstructured.NestedFieldNoCopy(o.Object, "spec", "minMember")
+			st, _, _ := unstructured.NestedFieldNoCopy(o.Object, "status")
+			raw, _ := json.Marshal(st)
+			if len(raw) > 600 {
+				raw = append(raw[:600], "..."...)
+			}
+			minMember := ""
+			if spec != nil {
+				minMember = fmt.Sprintf(" minMember=%v", spec)
+			}
+			fmt.Fprintf(&b, "  %s.%s %s%s status=%s\n", gvr.Resource, gvr.Group, o.GetName(), minMember, raw)
+		}
+	}
+	e.t.Log(b.String())
+}
+
+// installOperatorCRDs installs the CRDs that hack/operators/build.sh gathered for name (a
+// directory under crds/), only those whose file name contains one of only if given, and waits
+// until each is Established and its API serves. CRDs are cluster-wide and outlive the test: an
+// existing one is replaced by this one (applyCRD), so installing again is harmless.
+func installOperatorCRDs(t *testing.T, e *env, name string, only ...string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(operatorsDir(t), "crds", name, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crds []*unstructured.Unstructured
+	for _, f := range files {
+		if len(only) > 0 && !containsAny(filepath.Base(f), only) {
+			continue
+		}
+		objs, err := readManifests(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crds = append(crds, objs...)
+	}
+	if len(crds) == 0 {
+		t.Fatalf("no CRD of %s (%v) in %s", name, only, filepath.Join(operatorsDir(t), "crds", name))
+	}
+	for _, crd := range crds {
+		if err := applyCRD(e.ctx, crd); err != nil {
+			t.Fatalf("install CRD %s: %v", crd.GetName(), err)
+		}
+	}
+	for _, crd := range crds {
+		gvr, namespaced := servedGVR(crd)
+		err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			cur, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if err != nil || !crdEstablished(cur) {
+				return false, nil
+			}
+			c := dyn.Resource(gvr)
+			if namespaced {
+				_, err = c.Namespace(e.ns).List(ctx, metav1.ListOptions{Limit: 1})
+			} else {
+				_, err = c.List(ctx, metav1.ListOptions{Limit: 1})
+			}
+			return err == nil, nil
+		})
+		if err != nil {
+			t.Fatalf("CRD %s not established and served: %v", crd.GetName(), err)
+		}
+	}
+	t.Logf("CRDs of %s installed: %d", name, len(crds))
+}
+
+// servedGVR is the API of crd's storage version.
+func servedGVR(crd *unstructured.Unstructured) (schema.GroupVersionResource, bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	version := ""
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok && (m["storage"] == true || version == "") {
+			version, _ = m["name"].(string)
+		}
+	}
+	return schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, scope != "Cluster"
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// freePort returns a TCP port of 127.0.0.1 that nothing listened on a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// The test's serving certificate for the operators' webhook servers: self-signed, its own CA,
+// for 127.0.0.1 and localhost (the API server calls the registered webhooks at 127.0.0.1).
+var (
+	certOnce        sync.Once
+	certPEM, keyPEM []byte
+	certErr         error
+)
+
+func servingCert(t *testing.T) (crt, key []byte) {
+	t.Helper()
+	certOnce.Do(func() {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			certErr = err
+			return
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber:          big.NewInt(time.Now().UnixNano()),
+			Subject:               pkix.Name{CommonName: "phalanx-e2e-operators", Organization: []string{"phalanx-e2e"}},
+			NotBefore:             time.Now().Add(-time.Hour),
+			NotAfter:              time.Now().Add(24 * time.Hour),
+			IsCA:                  true,
+			BasicConstraintsValid: true,
+			KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment | x509.KeyUsageCertSign,
+			ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
+			DNSNames:              []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+		if err != nil {
+			certErr = err
+			return
+		}
+		kder, err := x509.MarshalECPrivateKey(k)
+		if err != nil {
+			certErr = err
+			return
+		}
+		certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	})
+	if certErr != nil {
+		t.Fatalf("serving certificate: %v", certErr)
+	}
+	return certPEM, keyPEM
+}
+
+// writeServingCert writes the test's certificate into dir as tls.crt and tls.key (the names
+// controller-runtime's webhook server reads), each file replaced at once.
+func writeServingCert(t *testing.T, dir string) {
+	t.Helper()
+	crt, key := servingCert(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"tls.crt": crt, "tls.key": key} {
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// operatorProc is how to run one operator binary.
+type operatorProc struct {
+	name  string   // the binary, under bin/ of PHALANX_OPERATORS_DIR
+	args  []string // its flags
+	env   []string // added to the test's environment (which has KUBECONFIG)
+	ready string   // a URL polled until it answers 200 before the start returns; "" = none
+}
+
+// startOperator runs bin/<name> of PHALANX_OPERATORS_DIR with args and the test cluster's
+// KUBECONFIG, and returns at once. See runOperator.
+func startOperator(t *testing.T, name string, args ...string) (stop func()) {
+	t.Helper()
+	return runOperator(t, operatorProc{name: name, args: args})
+}
+
+// runOperator starts p as a subprocess logging to a file (under the cluster's logs dir when
+// PHALANX_CLUSTER_DIR is set, else the test's temp dir), waits for p.ready if given, and
+// returns stop, which sends SIGTERM, then SIGKILL after 10 s, and is idempotent; it also runs
+// at the end of the test. If the test failed, or the operator exited before it was stopped, the
+// tail of its log is printed.
+func runOperator(t *testing.T, p operatorProc) (stop func()) {
+	t.Helper()
+	bin := filepath.Join(operatorsDir(t), "bin", p.name)
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("operator %s: %v", p.name, err)
+	}
+	logDir := t.TempDir()
+	if d := os.Getenv("PHALANX_CLUSTER_DIR"); d != "" {
+		logDir = filepath.Join(d, "logs", "operators")
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logPath := filepath.Join(logDir, strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")+"-"+p.name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, p.args...)
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own group: a terminal's ^C is ours to handle
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		t.Fatalf("start %s: %v", p.name, err)
+	}
+	t.Logf("%s started (pid %d), log %s", p.name, cmd.Process.Pid, logPath)
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			early := false
+			select {
+			case <-exited:
+				early = true
+			default:
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(10 * time.Second):
+					t.Logf("%s did not stop in 10s after SIGTERM; killing it", p.name)
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			}
+			logFile.Close()
+			if early {
+				t.Errorf("%s exited before the test stopped it: %v", p.name, waitErr)
+			}
+			if early || t.Failed() {
+				t.Logf("---- last lines of %s ----\n%s", logPath, logTail(logPath, 40))
+			}
+		})
+	}
+	t.Cleanup(stop)
+	if p.ready != "" {
+		client := &http.Client{Timeout: 2 * time.Second}
+		var last string
+		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			select {
+			case <-exited:
+				return false, fmt.Errorf("exited: %v", waitErr)
+			default:
+			}
+			resp, err := client.Get(p.ready)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			last = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		if err != nil {
+			stop()
+			t.Fatalf("%s not ready at %s: %v (last answer: %s); log: %s\n%s", p.name, p.ready, err, last, logPath, logTail(logPath, 40))
+		}
+		t.Logf("%s is ready", p.name)
+	}
+	return stop
+}
+
+// logTail returns the last n lines of the file.
+func logTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startTrainingOperator runs training-operator v1.9 for PyTorchJobs of the test's namespace
+// with --gang-scheduler-name=gang, as described at the top of this file.
+func startTrainingOperator(t *testing.T, e *env, gang string) (stop func()) {
+	t.Helper()
+	// The directory is fixed in training-operator (pkg/cert): tests of one process share it.
+	writeServingCert(t, "/tmp/k8s-webhook-server/serving-certs")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "training-operator-webhook-cert", Namespace: e.ns}}
+	if _, err := kube.CoreV1().Secrets(e.ns).Create(e.ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create the webhook Secret: %v", err)
+	}
+	probe := freePort(t)
+	return runOperator(t, operatorProc{
+		name: "training-operator",
+		args: []string{
+			"--gang-scheduler-name=" + gang,
+			"--enable-scheme=pytorchjob",
+			"--namespace=" + e.ns,
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(freePort(t)),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+			"--webhook-server-port=" + strconv.Itoa(freePort(t)),
+			"--leader-elect=false",
+		},
+		env:   []string{"MY_POD_NAMESPACE=" + e.ns},
+		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe),
+	})
+}
+
+// controllerConfig writes the --config file that JobSet and LWS read (the same Configuration
+// shape, apiVersion config.<api>/v1alpha1) and the serving certificate beside it, and returns
+// the file, the webhook port and the probe port.
+func controllerConfig(t *testing.T, apiVersion string) (file string, webhookPort, probePort int) {
+	t.Helper()
+	dir := t.TempDir()
+	certDir := filepath.Join(dir, "certs")
+	writeServingCert(t, certDir)
+	webhookPort, probePort = freePort(t), freePort(t)
+	cfg := fmt.Sprintf(`apiVersion: %s
+kind: Configuration
+leaderElection:
+  leaderElect: false
+metrics:
+  bindAddress: "0"
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+webhook:
+  port: %d
+  host: 127.0.0.1
+  certDir: %s
+internalCertManagement:
+  enable: false
+`, apiVersion, probePort, webhookPort, certDir)
+	file = filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, webhookPort, probePort
+}
+
+// startJobSet runs the JobSet controller with its webhooks registered for the test's namespace.
+func startJobSet(t *testing.T, e *env) {
+	t.Helper()
+	cfg, webhook, probe := controllerConfig(t, "config.jobset.x-k8s.io/v1alpha1")
+	runOperator(t, operatorProc{name: "jobset", args: []string{"--config=" + cfg},
+		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)})
+	registerWebhooks(t, e, "jobset", webhook)
+	// Registered webhooks take effect when the API server's informer sees them: wait until a
+	// dry-run JobSet comes back defaulted by the mutating one.
+	e.waitWebhookActive(gvrJobSet, jobSetObject("webhook-probe", 1, ""), "spec", "network", "enableDNSHostnames")
+}
+
+// startLWS runs the LeaderWorkerSet controller with its webhooks registered for the test's
+// namespace.
+func startLWS(t *testing.T, e *env) {
+	t.Helper()
+	cfg, webhook, probe := controllerConfig(t, "config.lws.x-k8s.io/v1alpha1")
+	runOperator(t, operatorProc{name: "lws", args: []string{"--config=" + cfg, "--leader-elect=false"},
+		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)})
+	registerWebhooks(t, e, "lws", webhook)
+	e.waitWebhookActive(gvrLWS, lwsObject("webhook-probe", 2), "spec", "networkConfig", "subdomainPolicy")
+}
+
+// startKubeRay runs the KubeRay operator for the test's namespace.
+func startKubeRay(t *testing.T, e *env, extra ...string) {
+	t.Helper()
+	probe := freePort(t)
+	runOperator(t, operatorProc{name: "kuberay",
+		args: append([]string{
+			"--enable-leader-election=false",
+			"--metrics-addr=0",
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+			"--watch-namespace=" + e.ns,
+			"--log-stdout-encoder=console",
+		}, extra...),
+		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)})
+}
+
+// startControllerManager runs kube-controller-manager with only the given controllers (Jobs and
+// StatefulSets make no pods without them).
+func startControllerManager(t *testing.T, controllers ...string) {
+	t.Helper()
+	runOperator(t, operatorProc{name: "kube-controller-manager", args: []string{
+		"--kubeconfig=" + os.Getenv("KUBECONFIG"),
+		"--controllers=" + strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--v=1",
+	}})
+}
+
+// registerWebhooks creates the webhook configurations of webhooks/<name>/manifests.yaml (as the
+// operator's kustomize base has them), renamed for the test, pointed at the operator's webhook
+// server on 127.0.0.1:port with the test's CA, and restricted to the test's namespace; they are
+// deleted when the test ends, before the operator stops (a webhook that fails closed and does
+// not answer would block every pod update of the namespace).
+func registerWebhooks(t *testing.T, e *env, name string, port int) {
+	t.Helper()
+	file := filepath.Join(operatorsDir(t), "webhooks", name, "manifests.yaml")
+	objs, err := readObjects(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, _ := servingCert(t)
+	for _, o := range objs {
+		var gvr schema.GroupVersionResource
+		switch o.GetKind() {
+		case "MutatingWebhookConfiguration":
+			gvr = gvrMutatingWH
+		case "ValidatingWebhookConfiguration":
+			gvr = gvrValidatingW
+		default:
+			continue
+		}
+		o.SetName(fmt.Sprintf("%s-%s-%s", name, o.GetName(), e.ns))
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for i, h := range hooks {
+			m := h.(map[string]any)
+			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
+			m["clientConfig"] = map[string]any{
+				"url":      fmt.Sprintf("https://127.0.0.1:%d%s", port, path),
+				"caBundle": base64.StdEncoding.EncodeToString(crt),
+			}
+			m["namespaceSelector"] = map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": e.ns}}
+			m["timeoutSeconds"] = int64(10)
+			hooks[i] = m
+		}
+		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dyn.Resource(gvr).Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("register %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		objName := o.GetName()
+		t.Cleanup(func() {
+			err := dyn.Resource(gvr).Delete(context.Background(), objName, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("cleanup: delete %s: %v", objName, err)
+			}
+		})
+		t.Logf("registered %s %s (%d webhooks)", o.GetKind(), objName, len(hooks))
+	}
+}
+
+// readObjects decodes every non-empty YAML document of file.
+func readObjects(file string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if len(obj) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: obj})
+		}
+	}
+}
+
+// waitWebhookActive dry-runs the creation of obj until the answer has the field at path, which
+// only the operator's mutating webhook sets.
+func (e *env) waitWebhookActive(gvr schema.GroupVersionResource, obj *unstructured.Unstructured, path ...string) {
+	e.t.Helper()
+	e.eventually(30*time.Second, "the "+gvr.Resource+" webhook is called", func(ctx context.Context) error {
+		out, err := dyn.Resource(gvr).Namespace(e.ns).Create(ctx, obj.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if _, ok, _ := unstructured.NestedFieldNoCopy(out.Object, path...); !ok {
+			return fmt.Errorf("a dry-run %s has no %s yet", gvr.Resource, strings.Join(path, "."))
+		}
+		return nil
+	})
+}
+
+// ---- the operators' jobs ----
+
+// opWorkload is one operator's kind of job, as the seed shape uses it: a job of n pods of one
+// GPU each.
+type opWorkload struct {
+	kind   string
+	gvr    schema.GroupVersionResource
+	object func(name string, pods int, runFor string) *unstructured.Unstructured
+	// selector is the label selector of a job's pods.
+	selector func(name string) string
+	// runs: its pods end by phalanx.dev/run-for and the job completes; otherwise (serving-style
+	// workloads whose controllers replace ended pods) the test ends a job by deleting it and its
+	// pods.
+	runs bool
+	// podGroup: the operator writes a PodGroup of this API named after the job.
+	podGroup *schema.GroupVersionResource
+	// gated: the operator creates no pod until its PodGroup leaves phase Pending (Volcano mode).
+	gated bool
+}
+
+// opJob is one job of a workload in the test's namespace.
+type opJob struct {
+	w    *opWorkload
+	name string
+	size int
+}
+
+func gpuContainer(name string) map[string]any {
+	return map[string]any{
+		"name": name, "image": "registry.k8s.io/pause:3.10",
+		"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}},
+	}
+}
+
+// podTemplate is a pod template of one GPU; schedulerName "" leaves it to the operator.
+func podTemplate(container, schedulerName, runFor string, restartPolicy string) map[string]any {
+	spec := map[string]any{"containers": []any{gpuContainer(container)}}
+	if schedulerName != "" {
+		spec["schedulerName"] = schedulerName
+	}
+	if restartPolicy != "" {
+		spec["restartPolicy"] = restartPolicy
+	}
+	meta := map[string]any{}
+	if runFor != "" {
+		meta["annotations"] = map[string]any{annRunFor: runFor}
+	}
+	return map[string]any{"metadata": meta, "spec": spec}
+}
+
+// pyTorchJobs: training-operator's PyTorchJob, 1 Master + n-1 Workers; the pods' schedulerName
+// is left to --gang-scheduler-name.
+func pyTorchJobs(podGroup schema.GroupVersionResource, gated bool) *opWorkload {
+	return &opWorkload{
+		kind: "PyTorchJob", gvr: gvrPyTorchJob, runs: true, podGroup: &podGroup, gated: gated,
+		selector: func(name string) string { return "training.kubeflow.org/job-name=" + name },
+		object: func(name string, pods int, runFor string) *unstructured.Unstructured {
+			replica := func(n int) map[string]any {
+				return map[string]any{"replicas": int64(n), "restartPolicy": "Never",
+					"template": podTemplate("pytorch", "", runFor, "")}
+			}
+			return &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+				"metadata": map[string]any{"name": name},
+				"spec": map[string]any{
+					"runPolicy":           map[string]any{"cleanPodPolicy": "None"},
+					"pytorchReplicaSpecs": map[string]any{"Master": replica(1), "Worker": replica(pods - 1)},
+				},
+			}}
+		},
+	}
+}
+
+// jobSetObject is a JobSet of one replicated Job of n pods (parallelism = completions = n).
+func jobSetObject(name string, pods int, runFor string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"replicatedJobs": []any{map[string]any{
+			"name": "workers", "replicas": int64(1),
+			"template": map[string]any{"spec": map[string]any{
+				"parallelism": int64(pods), "completions": int64(pods), "backoffLimit": int64(0),
+				"template": podTemplate("worker", defaultSchedulerNm, runFor, "Never"),
+			}},
+		}}},
+	}}
+}
+
+var jobSets = &opWorkload{
+	kind: "JobSet", gvr: gvrJobSet, runs: true, object: jobSetObject,
+	selector: func(name string) string { return "jobset.sigs.k8s.io/jobset-name=" + name },
+}
+
+// lwsObject is a LeaderWorkerSet of one group of n pods (a leader and n-1 workers, one
+// template). Its StatefulSets replace pods that end, so its pods do not carry run-for.
+func lwsObject(name string, pods int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"leaderWorkerTemplate": map[string]any{
+				"size":           int64(pods),
+				"workerTemplate": podTemplate("worker", defaultSchedulerNm, "", ""),
+			},
+		},
+	}}
+}
+
+var leaderWorkerSets = &opWorkload{
+	kind: "LeaderWorkerSet", gvr: gvrLWS,
+	object:   func(name string, pods int, _ string) *unstructured.Unstructured { return lwsObject(name, pods) },
+	selector: func(name string) string { return "leaderworkerset.sigs.k8s.io/name=" + name },
+}
+
+// rayClusterObject is a RayCluster of a head and n-1 workers. KubeRay replaces pods that end,
+// so its pods do not carry run-for.
+func rayClusterObject(name string, pods int, labels map[string]any) *unstructured.Unstructured {
+	meta := map[string]any{"name": name}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "ray.io/v1", "kind": "RayCluster",
+		"metadata": meta,
+		"spec": map[string]any{
+			"headGroupSpec": map[string]any{
+				"rayStartParams": map[string]any{},
+				"template":       podTemplate("ray-head", defaultSchedulerNm, "", ""),
+			},
+			"workerGroupSpecs": []any{map[string]any{
+				"groupName": "workers", "replicas": int64(pods - 1),
+				"minReplicas": int64(pods - 1), "maxReplicas": int64(pods - 1),
+				"rayStartParams": map[string]any{},
+				"template":       podTemplate("ray-worker", defaultSchedulerNm, "", ""),
+			}},
+		},
+	}}
+}
+
+var rayClusters = &opWorkload{
+	kind: "RayCluster", gvr: gvrRayCluster,
+	object: func(name string, pods int, _ string) *unstructured.Unstructured {
+		return rayClusterObject(name, pods, nil)
+	},
+	selector: func(name string) string { return "ray.io/cluster=" + name },
+}
+
+// rayClustersGang: RayClusters labelled ray.io/gang-scheduling-enabled, for KubeRay with
+// --batch-scheduler=scheduler-plugins, which then writes a scheduling.x-k8s.io PodGroup per
+// cluster (minMember = head + workers) and labels the pods scheduling.x-k8s.io/pod-group (it
+// leaves schedulerName to the template).
+var rayClustersGang = &opWorkload{
+	kind: "RayCluster", gvr: gvrRayCluster, podGroup: &gvrSPPodGroup,
+	object: func(name string, pods int, _ string) *unstructured.Unstructured {
+		return rayClusterObject(name, pods, map[string]any{"ray.io/gang-scheduling-enabled": "true"})
+	},
+	selector: func(name string) string { return "ray.io/cluster=" + name },
+}
+
+// createOpJob creates a job of w with n pods of one GPU.
+func (e *env) createOpJob(w *opWorkload, name string, pods int, runFor string) *opJob {
+	e.t.Helper()
+	if !w.runs {
+		runFor = ""
+	}
+	if _, err := dyn.Resource(w.gvr).Namespace(e.ns).Create(e.ctx, w.object(name, pods, runFor), metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create %s %s: %v", w.kind, name, err)
+	}
+	e.t.Logf("created %s %s: %d pods of 1 GPU", w.kind, name, pods)
+	return &opJob{w: w, name: name, size: pods}
+}
+
+// deleteOpJob ends a job that does not end by itself: deletes it, and its pods (no garbage
+// collector), and waits until they are gone.
+func (e *env) deleteOpJob(j *opJob) {
+	e.t.Helper()
+	background := metav1.DeletePropagationBackground
+	if err := dyn.Resource(j.w.gvr).Namespace(e.ns).Delete(e.ctx, j.name, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		e.t.Fatalf("delete %s %s: %v", j.w.kind, j.name, err)
+	}
+	// Its StatefulSets (LWS) would recreate the pods: delete them first.
+	sets, err := kube.AppsV1().StatefulSets(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: j.w.selector(j.name)})
+	if err == nil {
+		for _, s := range sets.Items {
+			_ = kube.AppsV1().StatefulSets(e.ns).Delete(e.ctx, s.Name, metav1.DeleteOptions{PropagationPolicy: &background})
+		}
+	}
+	zero := int64(0)
+	e.eventually(time.Minute, j.name+"'s pods are gone", func(ctx context.Context) error {
+		l, err := kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: j.w.selector(j.name)})
+		if err != nil {
+			return err
+		}
+		for _, p := range l.Items {
+			_ = kube.CoreV1().Pods(e.ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		}
+		if len(l.Items) > 0 {
+			return fmt.Errorf("%d pods of %s left", len(l.Items), j.name)
+		}
+		return nil
+	})
+	e.t.Logf("deleted %s %s and its pods", j.w.kind, j.name)
+}
+
+// opPods lists the job's pods, by name. The op* checks make their calls under the test's context,
+// not the poll's: a call cut short by the poll's deadline would hide the check's last word.
+func (e *env) opPods(j *opJob) ([]corev1.Pod, error) {
+	l, err := kube.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: j.w.selector(j.name)})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(l.Items, func(a, b int) bool { return l.Items[a].Name < l.Items[b].Name })
+	return l.Items, nil
+}
+
+// opPodGroup describes the job's PodGroup of the operator's gang API, for messages.
+func (e *env) opPodGroup(j *opJob) (phase string, desc string) {
+	if j.w.podGroup == nil {
+		return "", ""
+	}
+	pg, err := dyn.Resource(*j.w.podGroup).Namespace(e.ns).Get(e.ctx, j.name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Sprintf("; its %s PodGroup: %v", j.w.podGroup.Group, err)
+	}
+	phase, _, _ = unstructured.NestedString(pg.Object, "status", "phase")
+	conds, _, _ := unstructured.NestedSlice(pg.Object, "status", "conditions")
+	raw, _ := json.Marshal(conds)
+	return phase, fmt.Sprintf("; its %s PodGroup: phase %q, conditions %s", j.w.podGroup.Group, phase, raw)
+}
+
+// opCreated: the operator created all the job's pods.
+func (e *env) opCreated(j *opJob) check {
+	return func(ctx context.Context) error {
+		pods, err := e.opPods(j)
+		if err != nil {
+			return err
+		}
+		if len(pods) != j.size {
+			_, pg := e.opPodGroup(j)
+			return fmt.Errorf("%s %s has %d pods, want %d%s", j.w.kind, j.name, len(pods), j.size, pg)
+		}
+		return nil
+	}
+}
+
+// opEvery: the job has all its pods and every one satisfies ok.
+func (e *env) opEvery(j *opJob, what string, ok func(*corev1.Pod) bool) check {
+	return func(ctx context.Context) error {
+		if err := e.opCreated(j)(ctx); err != nil {
+			return err
+		}
+		pods, err := e.opPods(j)
+		if err != nil {
+			return err
+		}
+		var not []string
+		for i := range pods {
+			if p := &pods[i]; !ok(p) {
+				not = append(not, fmt.Sprintf("%s (%s on %q)", p.Name, p.Status.Phase, p.Spec.NodeName))
+			}
+		}
+		if len(not) > 0 {
+			return fmt.Errorf("%d/%d pods of %s not %s: %s", len(not), len(pods), j.name, what, strings.Join(not, ", "))
+		}
+		return nil
+	}
+}
+
+func (e *env) opRunning(j *opJob) check {
+	return e.opEvery(j, "Running on a node", func(p *corev1.Pod) bool {
+		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning
+	})
+}
+
+func (e *env) opStarted(j *opJob) check {
+	return e.opEvery(j, "bound and Running or Succeeded", func(p *corev1.Pod) bool {
+		return p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded)
+	})
+}
+
+func (e *env) opSucceeded(j *opJob) check {
+	return e.opEvery(j, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+}
+
+// opNoneBound: no pod of the job has a node (however many the operator created so far).
+func (e *env) opNoneBound(j *opJob) check {
+	return func(ctx context.Context) error {
+		pods, err := e.opPods(j)
+		if err != nil {
+			return err
+		}
+		var bound []string
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				bound = append(bound, p.Name+" on "+p.Spec.NodeName)
+			}
+		}
+		if len(bound) > 0 {
+			return fmt.Errorf("%d of %d pods of %s %s were bound: %s", len(bound), len(pods), j.w.kind, j.name, strings.Join(bound, ", "))
+		}
+		return nil
+	}
+}
+
+// opWaiting: the job waits whole and says why: all its pods exist, none is bound, and each
+// carries PodScheduled=False with a message; or, for an operator that creates no pod before its
+// PodGroup is admitted (Volcano mode), there is no pod yet and the PodGroup is still Pending.
+func (e *env) opWaiting(j *opJob) check {
+	return func(ctx context.Context) error {
+		pods, err := e.opPods(j)
+		if err != nil {
+			return err
+		}
+		if len(pods) == 0 && j.w.gated {
+			// Waiting whole, saying why, before the operator creates any pod: the PodGroup is
+			// not admitted (phase Pending) and a condition says why.
+			phase, desc := e.opPodGroup(j)
+			if phase != "Pending" || !strings.Contains(desc, `"message":"`) {
+				return fmt.Errorf("%s %s has no pods, and its PodGroup does not say why it waits%s", j.w.kind, j.name, desc)
+			}
+			return nil
+		}
+		if err := e.opNoneBound(j)(ctx); err != nil {
+			return err
+		}
+		if len(pods) != j.size {
+			_, desc := e.opPodGroup(j)
+			return fmt.Errorf("%s %s has %d pods, want %d%s", j.w.kind, j.name, len(pods), j.size, desc)
+		}
+		for _, p := range pods {
+			if msg := podScheduledFalse(&p); msg == "" {
+				return fmt.Errorf("pod %s has no PodScheduled=False condition with a message yet", p.Name)
+			}
+		}
+		return nil
+	}
+}
+
+func podScheduledFalse(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// logWaiting logs what the job's pods (or its PodGroup) say about why they wait.
+func (e *env) logWaiting(j *opJob) {
+	e.t.Helper()
+	pods, err := e.opPods(j)
+	if err != nil {
+		e.t.Logf("%s: %v", j.name, err)
+		return
+	}
+	msgs := map[string]int{}
+	for _, p := range pods {
+		msgs[podScheduledFalse(&p)]++
+	}
+	_, pg := e.opPodGroup(j)
+	e.t.Logf("%s %s waits: %d pods, PodScheduled=False messages (message: pods) %v%s", j.w.kind, j.name, len(pods), msgs, pg)
+}
+
+// seedShape runs the seed experiment with w's jobs on 4 KWOK nodes of 1 GPU each, once the
+// operator and the scheduler run: job1 (4 GPUs) runs whole; job2 (3 GPUs), created meanwhile,
+// waits whole saying why, and runs once job1 is over; job3 (5 GPUs, more than the cluster)
+// waits whole.
+func seedShape(t *testing.T, e *env, w *opWorkload) {
+	t.Helper()
+	job1 := e.createOpJob(w, "job1", 4, "40s")
+	e.eventually(time.Minute, "the operator creates job1's 4 pods", e.opCreated(job1))
+	e.eventually(time.Minute, "job1's 4 pods run", e.opRunning(job1))
+
+	job2 := e.createOpJob(w, "job2", 3, "5s")
+	e.eventually(30*time.Second, "job2 waits whole, saying why", e.opWaiting(job2))
+	e.logWaiting(job2)
+	e.consistently(holdStill, "job2 to stay whole-pending while job1 runs", all(e.opWaiting(job2), e.opRunning(job1)))
+
+	if w.runs {
+		e.eventually(90*time.Second, "job1's pods succeed", e.opSucceeded(job1))
+	} else {
+		e.deleteOpJob(job1)
+	}
+	e.eventually(time.Minute, "job2's 3 pods get nodes and run", e.opStarted(job2))
+	if w.runs {
+		e.eventually(time.Minute, "job2's pods succeed", e.opSucceeded(job2))
+	} else {
+		e.deleteOpJob(job2)
+	}
+
+	job3 := e.createOpJob(w, "job3", 5, "5s")
+	if !w.gated {
+		e.eventually(time.Minute, "the operator creates job3's 5 pods", e.opCreated(job3))
+	}
+	e.consistently(holdStill, "job3 (5 GPUs, the cluster has 4) to stay whole-pending", all(e.opNoneBound(job3), gpusWithinCapacity))
+	e.eventually(30*time.Second, "job3 waits whole, saying why", e.opWaiting(job3))
+	e.logWaiting(job3)
+	e.consistently(holdStill, "job3 to stay whole-pending", e.opWaiting(job3))
+}
