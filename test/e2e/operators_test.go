@@ -1082,3 +1082,84 @@ func seedShape(t *testing.T, e *env, w *opWorkload) {
 	e.logWaiting(job3)
 	e.consistently(holdStill, "job3 to stay whole-pending", e.opWaiting(job3))
 }
+
+// ---- the tests ----
+
+// TestOperatorTrainingSchedulerPlugins: training-operator with --gang-scheduler-name=phalanx
+// (its scheduler-plugins mode) writes a scheduling.x-k8s.io PodGroup per PyTorchJob (minMember =
+// all replicas) and labels the pods scheduling.x-k8s.io/pod-group; Phalanx reads that PodGroup.
+func TestOperatorTrainingSchedulerPlugins(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "scheduler-plugins")
+	installOperatorCRDs(t, e, "training-operator", "pytorchjobs")
+	e.addNodes(kwokNodes("op-tsp", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startTrainingOperator(t, e, defaultSchedulerNm)
+	seedShape(t, e, pyTorchJobs(gvrSPPodGroup, false))
+}
+
+// TestOperatorTrainingVolcano: training-operator with --gang-scheduler-name=volcano writes a
+// scheduling.volcano.sh PodGroup per job and creates no pod until that PodGroup's status.phase
+// leaves Pending; the pods get schedulerName volcano, which Phalanx serves here. The Volcano CRDs
+// are generated from volcano.sh/apis (hack/operators/build.sh); the PodGroup has no status
+// subresource, as in Volcano's installer. This passes only once Phalanx admits (Inqueue) the
+// Volcano PodGroups it can place.
+func TestOperatorTrainingVolcano(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "volcano")
+	installOperatorCRDs(t, e, "training-operator", "pytorchjobs")
+	e.addNodes(kwokNodes("op-tvc", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t, "volcano")
+	startTrainingOperator(t, e, "volcano")
+	seedShape(t, e, pyTorchJobs(gvrVCPodGroup, true))
+}
+
+// TestOperatorJobSet: a JobSet of one replicated Job of n pods, schedulerName phalanx in the pod
+// template. Its pods carry no gang label or PodGroup: gang scheduling depends on Phalanx deriving
+// the gang from the owning workload.
+func TestOperatorJobSet(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "jobset")
+	e.addNodes(kwokNodes("op-js", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "job-controller")
+	startJobSet(t, e)
+	seedShape(t, e, jobSets)
+}
+
+// TestOperatorLWS: a LeaderWorkerSet of one group of n pods (leader StatefulSet, worker
+// StatefulSet), schedulerName phalanx. No gang label either; LWS pods do not end, so a job ends
+// when the test deletes it.
+func TestOperatorLWS(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "lws")
+	e.addNodes(kwokNodes("op-lws", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "statefulset-controller")
+	startLWS(t, e)
+	seedShape(t, e, leaderWorkerSets)
+}
+
+// TestOperatorKubeRay: a RayCluster of a head and n-1 workers, schedulerName phalanx, KubeRay
+// without a batch scheduler: no gang label; ended by deleting it.
+func TestOperatorKubeRay(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "kuberay")
+	e.addNodes(kwokNodes("op-ray", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startKubeRay(t, e)
+	seedShape(t, e, rayClusters)
+}
+
+// TestOperatorKubeRaySchedulerPlugins: KubeRay with --batch-scheduler=scheduler-plugins and
+// RayClusters labelled ray.io/gang-scheduling-enabled: a scheduling.x-k8s.io PodGroup per
+// cluster, which Phalanx reads as for training-operator.
+func TestOperatorKubeRaySchedulerPlugins(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "scheduler-plugins")
+	installOperatorCRDs(t, e, "kuberay")
+	e.addNodes(kwokNodes("op-raysp", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startKubeRay(t, e, "--batch-scheduler=scheduler-plugins")
+	seedShape(t, e, rayClustersGang)
+}
