@@ -29,12 +29,16 @@ func TestForeignPodGroups(t *testing.T) {
 	}{
 		{"kube-batch", schema.GroupVersionResource{Group: "scheduling.incubator.k8s.io", Version: "v1alpha1", Resource: "podgroups"},
 			"testdata/kube-batch-podgroup-crd.yaml"},
-		{"volcano", schema.GroupVersionResource{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"},
-			"testdata/volcano-podgroup-crd.yaml"},
+		// Volcano's CRD as generated from volcano.sh/apis (hack/operators/build.sh).
+		{"volcano", volcanoPodGroups, ""},
 	} {
 		t.Run(api.name, func(t *testing.T) {
 			e := newEnv(t)
-			installForeignAPI(t, e, api.crd, api.gvr)
+			if api.crd == "" {
+				installOperatorCRDs(t, e, "volcano")
+			} else {
+				installForeignAPI(t, e, api.crd, api.gvr)
+			}
 			e.addNodes(kwokNodes(api.name, 2).CPU("4").Memory("16Gi").GPUs(1))
 			startScheduler(t, "kube-batch")
 
