@@ -29,12 +29,13 @@ package e2e
 //     It creates batch/v1 Jobs: the Job controller of kube-controller-manager makes their pods.
 //   - LeaderWorkerSet v0.6.2: the same kind of --config (config.lws.x-k8s.io) and
 //     --leader-elect=false. ENABLE_WEBHOOKS=false would turn its webhooks off, but its pod
-//     webhook labels the leader pods (group index) that its pod controller needs to create the
-//     worker StatefulSets, so they are registered as for JobSet. Its StatefulSets need the
-//     StatefulSet controller of kube-controller-manager.
+//     webhook sets labels its pod controller relies on (worker-index on every pod, group-index
+//     on leaders, from which it makes the worker StatefulSets), so they are registered as for
+//     JobSet. Its StatefulSets need the StatefulSet controller of kube-controller-manager.
 //   - KubeRay v1.4.2: --enable-leader-election=false, --metrics-addr=0, --watch-namespace,
 //     --health-probe-bind-address; its webhooks are off unless ENABLE_WEBHOOKS=true. It creates
-//     pods and Services itself. Its manager watches RayService too, so the three CRDs are needed.
+//     pods and Services itself. Its manager also runs the RayJob and RayService controllers:
+//     the three CRDs are installed.
 //   - kube-controller-manager (k8s.io/kubernetes, the control plane's version), for Jobs and
 //     StatefulSets only: --controllers=job-controller,statefulset-controller --leader-elect=false
 //     --secure-port=0 --kubeconfig. The local control plane has no garbage collector: the tests
@@ -133,6 +134,7 @@ var operatorKinds = []schema.GroupVersionResource{
 	{Group: "apps", Version: "v1", Resource: "statefulsets"},
 	{Group: "apps", Version: "v1", Resource: "controllerrevisions"},
 	{Group: "", Version: "v1", Resource: "services"},
+	{Group: "", Version: "v1", Resource: "secrets"},
 }
 
 func (e *env) deleteOperatorObjects() {
@@ -179,7 +181,7 @@ func (e *env) dumpOperatorObjects() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---- operator objects in %s ----\n", e.ns)
 	for _, gvr := range operatorKinds {
-		if gvr.Resource == "controllerrevisions" || gvr.Resource == "services" {
+		if gvr.Resource == "controllerrevisions" || gvr.Resource == "services" || gvr.Resource == "secrets" {
 			continue
 		}
 		l, err := dyn.Resource(gvr).Namespace(e.ns).List(ctx, metav1.ListOptions{})
