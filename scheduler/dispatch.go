@@ -180,6 +180,10 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
+	var cluster core.Vector // what every node has together
+	for i := range snap.Nodes {
+		cluster = cluster.Add(snap.Nodes[i].Allocatable)
+	}
 	seen := map[string]bool{}
 	for _, key := range keys {
 		v := views[key]
@@ -207,11 +211,17 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			continue
 		}
 		seen[key] = true
+		admitted, why := s.admitted(v, queues[v.queue], cluster, last)
+		if !admitted && last == nil && why != "" && v.bound < v.minMember {
+			// No pod waits in the core yet (an operator waits for
+			// Inqueue before it creates them): say why it is not admitted.
+			last = &verdict{reason: ReasonNotAdmitted, message: why}
+		}
 		if isForeign(v.podGroup) {
-			s.publishForeign(key, v, last, s.admitted(v, queues[v.queue]), now)
+			s.publishForeign(key, v, last, admitted, now)
 			continue
 		}
-		desired := podGroupStatus(v.podGroup.Status, v, last, s.admitted(v, queues[v.queue]), now)
+		desired := podGroupStatus(v.podGroup.Status, v, last, admitted, now)
 		if prev, ok := s.written.podGroups[key]; (ok && !statusChanged(prev, desired)) || (!ok && !statusChanged(v.podGroup.Status, desired)) {
 			continue
 		}
@@ -313,19 +323,48 @@ func foreignResource(group string) (schema.GroupVersionResource, bool) {
 
 // admitted reports whether the gang's queue can hold its minResources, the
 // test for phase Inqueue.
-func (s *Scheduler) admitted(v *gangView, q *core.Queue) bool {
-	if q == nil || q.Closed {
-		return false
-	}
-	if v.podGroup == nil || len(v.podGroup.Spec.MinResources) == 0 {
-		return true
+// A gang that can never fit the cluster (its minResources, or the core's
+// verdict, say it asks more than every node has together) is not admitted
+// either: an operator that waits for Inqueue (Volcano mode) would create
+// pods that can never run.
+// When it is not, why says so.
+func (s *Scheduler) admitted(v *gangView, q *core.Queue, cluster core.Vector, last *verdict) (ok bool, why string) {
+	switch {
+	case last != nil && last.reason == string(core.ReasonExceedsCluster):
+		return false, ""
+	case v.invalid != "":
+		return false, v.invalid
+	case q == nil:
+		return false, fmt.Sprintf("queue %q does not exist", v.queue)
+	case q.Closed:
+		return false, fmt.Sprintf("queue %q is closed", v.queue)
+	case v.podGroup == nil || len(v.podGroup.Spec.MinResources) == 0:
+		return true, ""
 	}
 	need, problem := s.store.res.vector(v.podGroup.Spec.MinResources)
-	if problem != "" {
-		return false
+	names := s.store.res.names
+	switch {
+	case problem != "":
+		return false, "minResources: " + problem
+	case !need.Fits(cluster):
+		var have core.Vector // the cluster's amounts of what the PodGroup asks
+		for d := range need {
+			if need[d] > 0 {
+				have[d] = cluster[d]
+			}
+		}
+		return false, fmt.Sprintf("can never fit: the cluster has %s, the PodGroup's minResources ask %s",
+			names.Format(have), names.Format(need))
+	case !q.Allocated.Add(need).Fits(q.Capability):
+		return false, fmt.Sprintf("queue %q cannot hold the PodGroup's minResources (%s) beside what it runs (%s)",
+			v.queue, names.Format(need), names.Format(q.Allocated))
 	}
-	return q.Allocated.Add(need).Fits(q.Capability)
+	return true, ""
 }
+
+// ReasonNotAdmitted: a PodGroup whose pods do not wait in the scheduler yet
+// is not admitted (phase Pending), and its condition says why.
+const ReasonNotAdmitted = "NotAdmitted"
 
 // markPods sets PodScheduled=False with the gang's verdict on its waiting
 // members, when it changed. The patch carries the resourceVersion of the pod

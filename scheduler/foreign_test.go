@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -194,5 +196,30 @@ func TestCRDServes(t *testing.T) {
 		if served != tc.served || sub != tc.statusSub {
 			t.Errorf("%s: served %v status %v, want %v %v", tc.name, served, sub, tc.served, tc.statusSub)
 		}
+	}
+}
+
+// A gang that can never fit is not admitted (phase Inqueue): in Volcano
+// mode the operator would create pods that can never run.
+func TestNotAdmittedBeyondTheCluster(t *testing.T) {
+	s, _ := newDecodeScheduler(t)
+	pg, _ := fromForeign(volcanoPodGroup("big", 5))
+	pg.Spec.MinResources = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("5")}
+	s.store.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+	four, _ := s.store.res.vector(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")})
+	eight, _ := s.store.res.vector(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")})
+	q := &core.Queue{Name: "default", Capability: core.Unbounded()}
+	v := &gangView{podGroup: pg, minMember: 5}
+	if ok, why := s.admitted(v, q, four, nil); ok || why != "can never fit: the cluster has 4 nvidia.com/gpu, the PodGroup's minResources ask 5 nvidia.com/gpu" {
+		t.Errorf("5 GPUs of minResources on a cluster of 4: admitted %v, %q", ok, why)
+	}
+	if ok, why := s.admitted(v, q, eight, nil); !ok {
+		t.Errorf("5 GPUs of minResources not admitted on a cluster of 8: %s", why)
+	}
+	if ok, _ := s.admitted(&gangView{podGroup: pg}, q, eight, &verdict{reason: string(core.ReasonExceedsCluster)}); ok {
+		t.Errorf("a gang the core says can never fit was admitted")
+	}
+	if ok, why := s.admitted(&gangView{podGroup: pg, queue: "gone"}, nil, eight, nil); ok || why != `queue "gone" does not exist` {
+		t.Errorf("a gang of a missing queue: admitted %v, %q", ok, why)
 	}
 }

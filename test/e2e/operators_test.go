@@ -711,29 +711,6 @@ type opJob struct {
 	size int
 }
 
-func gpuContainer(name string) map[string]any {
-	return map[string]any{
-		"name": name, "image": "registry.k8s.io/pause:3.10",
-		"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}},
-	}
-}
-
-// podTemplate is a pod template of one GPU; schedulerName "" leaves it to the operator.
-func podTemplate(container, schedulerName, runFor string, restartPolicy string) map[string]any {
-	spec := map[string]any{"containers": []any{gpuContainer(container)}}
-	if schedulerName != "" {
-		spec["schedulerName"] = schedulerName
-	}
-	if restartPolicy != "" {
-		spec["restartPolicy"] = restartPolicy
-	}
-	meta := map[string]any{}
-	if runFor != "" {
-		meta["annotations"] = map[string]any{annRunFor: runFor}
-	}
-	return map[string]any{"metadata": meta, "spec": spec}
-}
-
 // pyTorchJobs: training-operator's PyTorchJob, 1 Master + n-1 Workers; the pods' schedulerName
 // is left to --gang-scheduler-name.
 func pyTorchJobs(podGroup schema.GroupVersionResource, gated bool) *opWorkload {
@@ -741,35 +718,22 @@ func pyTorchJobs(podGroup schema.GroupVersionResource, gated bool) *opWorkload {
 		kind: "PyTorchJob", gvr: gvrPyTorchJob, runs: true, podGroup: &podGroup, gated: gated,
 		selector: func(name string) string { return "training.kubeflow.org/job-name=" + name },
 		object: func(name string, pods int, runFor string) *unstructured.Unstructured {
-			replica := func(n int) map[string]any {
-				return map[string]any{"replicas": int64(n), "restartPolicy": "Never",
-					"template": podTemplate("pytorch", "", runFor, "")}
-			}
-			return &unstructured.Unstructured{Object: map[string]any{
-				"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
-				"metadata": map[string]any{"name": name},
-				"spec": map[string]any{
-					"runPolicy":           map[string]any{"cleanPodPolicy": "None"},
-					"pytorchReplicaSpecs": map[string]any{"Master": replica(1), "Worker": replica(pods - 1)},
-				},
-			}}
+			u := example("pytorchjob.yaml", name, runFor)
+			must(unstructured.SetNestedField(u.Object, int64(pods-1), "spec", "pytorchReplicaSpecs", "Worker", "replicas"))
+			return u
 		},
 	}
 }
 
 // jobSetObject is a JobSet of one replicated Job of n pods (parallelism = completions = n).
 func jobSetObject(name string, pods int, runFor string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"replicatedJobs": []any{map[string]any{
-			"name": "workers", "replicas": int64(1),
-			"template": map[string]any{"spec": map[string]any{
-				"parallelism": int64(pods), "completions": int64(pods), "backoffLimit": int64(0),
-				"template": podTemplate("worker", defaultSchedulerNm, runFor, "Never"),
-			}},
-		}}},
-	}}
+	u := example("jobset.yaml", name, runFor)
+	jobs, _, _ := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
+	job := jobs[0].(map[string]any)
+	must(unstructured.SetNestedField(job, int64(pods), "template", "spec", "parallelism"))
+	must(unstructured.SetNestedField(job, int64(pods), "template", "spec", "completions"))
+	must(unstructured.SetNestedSlice(u.Object, jobs, "spec", "replicatedJobs"))
+	return u
 }
 
 var jobSets = &opWorkload{
@@ -780,17 +744,9 @@ var jobSets = &opWorkload{
 // lwsObject is a LeaderWorkerSet of one group of n pods (a leader and n-1 workers, one
 // template). Its StatefulSets replace pods that end, so its pods do not carry run-for.
 func lwsObject(name string, pods int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"replicas": int64(1),
-			"leaderWorkerTemplate": map[string]any{
-				"size":           int64(pods),
-				"workerTemplate": podTemplate("worker", defaultSchedulerNm, "", ""),
-			},
-		},
-	}}
+	u := example("leaderworkerset.yaml", name, "")
+	must(unstructured.SetNestedField(u.Object, int64(pods), "spec", "leaderWorkerTemplate", "size"))
+	return u
 }
 
 var leaderWorkerSets = &opWorkload{
@@ -802,26 +758,76 @@ var leaderWorkerSets = &opWorkload{
 // rayClusterObject is a RayCluster of a head and n-1 workers. KubeRay replaces pods that end,
 // so its pods do not carry run-for.
 func rayClusterObject(name string, pods int, labels map[string]any) *unstructured.Unstructured {
-	meta := map[string]any{"name": name}
+	u := example("raycluster.yaml", name, "")
 	if labels != nil {
-		meta["labels"] = labels
+		must(unstructured.SetNestedMap(u.Object, labels, "metadata", "labels"))
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "ray.io/v1", "kind": "RayCluster",
-		"metadata": meta,
-		"spec": map[string]any{
-			"headGroupSpec": map[string]any{
-				"rayStartParams": map[string]any{},
-				"template":       podTemplate("ray-head", defaultSchedulerNm, "", ""),
-			},
-			"workerGroupSpecs": []any{map[string]any{
-				"groupName": "workers", "replicas": int64(pods - 1),
-				"minReplicas": int64(pods - 1), "maxReplicas": int64(pods - 1),
-				"rayStartParams": map[string]any{},
-				"template":       podTemplate("ray-worker", defaultSchedulerNm, "", ""),
-			}},
-		},
-	}}
+	groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "workerGroupSpecs")
+	g := groups[0].(map[string]any)
+	for _, f := range []string{"replicas", "minReplicas", "maxReplicas"} {
+		g[f] = int64(pods - 1)
+	}
+	must(unstructured.SetNestedSlice(u.Object, groups, "spec", "workerGroupSpecs"))
+	return u
+}
+
+// example reads docs/examples/file, the example docs/operators.md gives users, names it name,
+// and sets the KWOK annotation phalanx.dev/run-for of every pod template to runFor (removes it
+// when runFor is ""). Everything else is applied as the example has it.
+func example(file, name, runFor string) *unstructured.Unstructured {
+	objs, err := readObjects(filepath.Join("..", "..", "docs", "examples", file))
+	if err != nil || len(objs) != 1 {
+		panic(fmt.Sprintf("docs/examples/%s: %d objects, %v", file, len(objs), err))
+	}
+	u := objs[0]
+	u.SetName(name)
+	setRunFor(u.Object, runFor)
+	return u
+}
+
+// setRunFor sets (or, for "", removes) the annotation phalanx.dev/run-for of every pod template
+// (a "template" whose "spec" has "containers") under obj.
+func setRunFor(obj any, runFor string) {
+	switch v := obj.(type) {
+	case map[string]any:
+		if t, ok := v["template"].(map[string]any); ok {
+			if spec, ok := t["spec"].(map[string]any); ok && spec["containers"] != nil {
+				meta, _ := t["metadata"].(map[string]any)
+				if meta == nil {
+					meta = map[string]any{}
+					t["metadata"] = meta
+				}
+				ann, _ := meta["annotations"].(map[string]any)
+				if ann == nil {
+					ann = map[string]any{}
+				}
+				if runFor == "" {
+					delete(ann, annRunFor)
+				} else {
+					ann[annRunFor] = runFor
+				}
+				if len(ann) == 0 {
+					delete(meta, "annotations")
+				} else {
+					meta["annotations"] = ann
+				}
+			}
+		}
+		for _, c := range v {
+			setRunFor(c, runFor)
+		}
+	case []any:
+		for _, c := range v {
+			setRunFor(c, runFor)
+		}
+	}
+}
+
+// must fails on the error of setting a field of an example that lacks the expected shape.
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
 }
 
 var rayClusters = &opWorkload{
