@@ -347,14 +347,14 @@ func (s *Scheduler) admitted(v *gangView, q *core.Queue, cluster core.Vector, la
 	case problem != "":
 		return false, "minResources: " + problem
 	case !need.Fits(cluster):
-		var have core.Vector // the cluster's amounts of what the PodGroup asks
+		var have, over core.Vector // where the PodGroup asks more than the cluster has
 		for d := range need {
-			if need[d] > 0 {
-				have[d] = cluster[d]
+			if need[d] > cluster[d] {
+				have[d], over[d] = cluster[d], need[d]
 			}
 		}
 		return false, fmt.Sprintf("can never fit: the cluster has %s, the PodGroup's minResources ask %s",
-			names.Format(have), names.Format(need))
+			names.Format(have), names.Format(over))
 	case !q.Allocated.Add(need).Fits(q.Capability):
 		return false, fmt.Sprintf("queue %q cannot hold the PodGroup's minResources (%s) beside what it runs (%s)",
 			v.queue, names.Format(need), names.Format(q.Allocated))
