@@ -242,6 +242,11 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			s.writer.cancel(writeKey{kindPodGroup, key})
 		}
 	}
+	for key := range s.inqueueSince {
+		if !seen[key] {
+			delete(s.inqueueSince, key)
+		}
+	}
 	for key := range s.written.foreign {
 		if !seen[key] {
 			delete(s.written.foreign, key)
@@ -292,6 +297,7 @@ func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admit
 	}
 	current := s.store.foreignStatus[group][key]
 	desired := foreignStatus(group, podGroupStatus(v1alpha1.PodGroupStatus{}, v, last, admitted, now), v, current, now)
+	s.awaitingPods(key, v, desired, now)
 	if prev, ok := s.written.foreign[key]; (ok && !statusChanged(prev, desired)) || (!ok && !statusChanged(current, desired)) {
 		return
 	}
@@ -309,6 +315,44 @@ func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admit
 		_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}, sub...)
 		return err
 	}})
+}
+
+// awaitingPods words the Scheduled condition of an admitted (Inqueue)
+// PodGroup of Volcano's schema that has no pod yet: after 10 s, and then
+// once a minute, it says how long the PodGroup has waited for its operator
+// to create the pods. Besides telling the user, each such write is an
+// update event for the operator: training-operator reads its PodGroups
+// from a cache, and a reconcile that read it just before the phase became
+// Inqueue (its own update of the PodGroup then conflicts with ours) waits
+// for the next event of the PodGroup, which Volcano's scheduler, writing
+// every session, always gives it.
+func (s *Scheduler) awaitingPods(key string, v *gangView, desired map[string]any, now metav1.Time) {
+	members := v.nPending + v.nRunning + v.nSucceeded + v.nFailed
+	if desired["phase"] != string(v1alpha1.PodGroupInqueue) || members > 0 {
+		delete(s.inqueueSince, key)
+		return
+	}
+	since, ok := s.inqueueSince[key]
+	if !ok {
+		s.inqueueSince[key] = now.Unix()
+		return
+	}
+	waited := time.Duration(now.Unix()-since) * time.Second
+	switch {
+	case waited < 10*time.Second:
+		return
+	case waited < time.Minute:
+		waited = 10 * time.Second
+	default:
+		waited = waited.Truncate(time.Minute)
+	}
+	conds, _ := desired["conditions"].([]any)
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m != nil && m["type"] == v1alpha1.PodGroupScheduled {
+			m["message"] = fmt.Sprintf("admitted (Inqueue) at %s; no pod of the gang exists after %s: waiting for its operator to create them",
+				time.Unix(since, 0).UTC().Format(time.TimeOnly), waited)
+		}
+	}
 }
 
 // foreignResource is the PodGroup resource of another scheduler's group.

@@ -223,3 +223,43 @@ func TestNotAdmittedBeyondTheCluster(t *testing.T) {
 		t.Errorf("a gang of a missing queue: admitted %v, %q", ok, why)
 	}
 }
+
+// An admitted Volcano PodGroup without pods says, after 10 s and then once
+// a minute, how long it has waited for its operator's pods: a status that
+// changes, so that an operator which missed the Inqueue event hears of it
+// again.
+func TestAwaitingPods(t *testing.T) {
+	s, _ := newDecodeScheduler(t)
+	pg, _ := fromForeign(volcanoPodGroup("job", 2))
+	s.store.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+	v := &gangView{podGroup: pg, minMember: 2, info: &gangInfo{name: "job"}}
+	message := func(at int64) string {
+		now := metav1.NewTime(time.Unix(at, 0))
+		st := foreignStatus("scheduling.volcano.sh", podGroupStatus(v1alpha1.PodGroupStatus{}, v, nil, true, now), v, nil, now)
+		s.awaitingPods("ns/job", v, st, now)
+		for _, c := range st["conditions"].([]any) {
+			if m := c.(map[string]any); m["type"] == v1alpha1.PodGroupScheduled {
+				return m["message"].(string)
+			}
+		}
+		return ""
+	}
+	first := message(1000)
+	if got := message(1005); got != first {
+		t.Errorf("after 5 s: %q, want %q unchanged", got, first)
+	}
+	ten := message(1012)
+	if !strings.Contains(ten, "no pod of the gang exists after 10s") || message(1050) != ten {
+		t.Errorf("after 12 s and 50 s: %q", ten)
+	}
+	if got := message(1075); !strings.Contains(got, "after 1m0s") || !strings.Contains(got, "Inqueue) at 00:16:40") {
+		t.Errorf("after 75 s: %q", got)
+	}
+	v.nPending = 2 // the operator created them
+	if got := message(1080); strings.Contains(got, "no pod") {
+		t.Errorf("with pods: %q", got)
+	}
+	if _, ok := s.inqueueSince["ns/job"]; ok {
+		t.Errorf("still counting once the pods exist")
+	}
+}

@@ -178,6 +178,9 @@ type Scheduler struct {
 	// schedulers' PodGroups have a status subresource.
 	apis             *apiWatcher
 	foreignStatusSub map[string]bool
+	// inqueueSince: when other schedulers' PodGroups without pods were
+	// first found admitted, by gang key (awaitingPods).
+	inqueueSince map[string]int64
 	inflight         sync.WaitGroup
 }
 
@@ -220,6 +223,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 		calls:    newCallQueue(),
 
 		foreignStatusSub: map[string]bool{},
+		inqueueSince:     map[string]int64{},
 	}, nil
 }
 

@@ -1063,6 +1063,15 @@ func seedShape(t *testing.T, e *env, w *opWorkload) {
 	job1 := e.createOpJob(w, "job1", 4, "40s")
 	e.eventually(time.Minute, "the operator creates job1's 4 pods", e.opCreated(job1))
 	e.eventually(time.Minute, "job1's 4 pods run", e.opRunning(job1))
+	if w.podGroup != nil {
+		// The operator's PodGroup says so, in its own API's schema.
+		e.eventually(30*time.Second, "job1's PodGroup says Running", func(ctx context.Context) error {
+			if phase, desc := e.opPodGroup(job1); phase != "Running" {
+				return fmt.Errorf("job1's PodGroup is not Running%s", desc)
+			}
+			return nil
+		})
+	}
 
 	job2 := e.createOpJob(w, "job2", 3, "5s")
 	e.eventually(30*time.Second, "job2 waits whole, saying why", e.opWaiting(job2))
