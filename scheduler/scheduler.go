@@ -181,7 +181,7 @@ type Scheduler struct {
 	// inqueueSince: when other schedulers' PodGroups without pods were
 	// first found admitted, by gang key (awaitingPods).
 	inqueueSince map[string]int64
-	inflight         sync.WaitGroup
+	inflight     sync.WaitGroup
 }
 
 // New builds a scheduler. Nothing runs until Run.
