@@ -30,7 +30,7 @@ func TestDeletedPodGroupKeepsGang(t *testing.T) {
 	b := e.create(gang("b").Members(1).GPUs(1))
 	e.eventually(30*time.Second, "b waits, saying it does not fit",
 		e.podsCondition(b, corev1.PodScheduled, corev1.ConditionFalse, "0/1 members fit"))
-	e.consistently(holdStill, "a's members to keep running, b to wait", both(e.running(a), e.noneBound(b)))
+	e.consistently(holdStill, "a's members to keep running, b to wait", all(e.running(a), e.noneBound(b)))
 }
 
 // TestElasticMembers: a gang of minMember 2 with 3 members on 2 GPUs runs
@@ -48,17 +48,7 @@ func TestElasticMembers(t *testing.T) {
 	e.eventually(30*time.Second, "and an Event says so", e.eventOn("el-worker-2", scheduler.ReasonElasticWaiting, "beyond the minimum"))
 	other := e.create(gang("other").Members(1).GPUs(1))
 	e.eventually(30*time.Second, "other waits", e.podsCondition(other, corev1.PodScheduled, corev1.ConditionFalse, "0/1 members fit"))
-	e.consistently(holdStill, "el to keep both its members, other to wait", both(e.countBound(el, 2), e.noneBound(other)))
-}
-
-// both holds when a and b hold.
-func both(a, b check) check {
-	return func(ctx context.Context) error {
-		if err := a(ctx); err != nil {
-			return err
-		}
-		return b(ctx)
-	}
+	e.consistently(holdStill, "el to keep both its members, other to wait", all(e.countBound(el, 2), e.noneBound(other)))
 }
 
 // podsConditionOfUnbound: every pod of j without a node carries condition

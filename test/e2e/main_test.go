@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -133,32 +131,18 @@ func installCRDs(ctx context.Context) error {
 	return nil
 }
 
-// readManifests decodes every non-empty YAML document of file.
+// readManifests decodes the CustomResourceDefinitions of file, and fails on any other kind.
 func readManifests(file string) ([]*unstructured.Unstructured, error) {
-	f, err := os.Open(file)
+	objs, err := readObjects(file)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var out []*unstructured.Unstructured
-	for {
-		obj := map[string]any{}
-		if err := dec.Decode(&obj); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if len(obj) == 0 {
-			continue
-		}
-		u := &unstructured.Unstructured{Object: obj}
+	for _, u := range objs {
 		if u.GetKind() != "CustomResourceDefinition" {
 			return nil, fmt.Errorf("%s: unexpected kind %q", file, u.GetKind())
 		}
-		out = append(out, u)
 	}
+	return objs, nil
 }
 
 // applyCRD creates crd, or replaces the spec of an existing one so that the

@@ -959,16 +959,10 @@ func (e *env) opEvery(j *opJob, what string, ok func(*corev1.Pod) bool) check {
 	}
 }
 
-func (e *env) opRunning(j *opJob) check {
-	return e.opEvery(j, "Running on a node", func(p *corev1.Pod) bool {
-		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning
-	})
-}
+func (e *env) opRunning(j *opJob) check { return e.opEvery(j, "Running on a node", podRunningOnNode) }
 
 func (e *env) opStarted(j *opJob) check {
-	return e.opEvery(j, "bound and Running or Succeeded", func(p *corev1.Pod) bool {
-		return p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded)
-	})
+	return e.opEvery(j, "bound and Running or Succeeded", podStarted)
 }
 
 func (e *env) opSucceeded(j *opJob) check {

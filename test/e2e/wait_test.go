@@ -74,17 +74,19 @@ func all(cs ...check) check {
 }
 
 // running: every pod of j is bound and Running.
-func (e *env) running(j *job) check {
-	return e.everyPod(j, "Running on a node", func(p *corev1.Pod) bool {
-		return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning
-	})
-}
+func (e *env) running(j *job) check { return e.everyPod(j, "Running on a node", podRunningOnNode) }
 
 // started: every pod of j is bound and Running or already Succeeded.
 func (e *env) started(j *job) check {
-	return e.everyPod(j, "bound and Running or Succeeded", func(p *corev1.Pod) bool {
-		return p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded)
-	})
+	return e.everyPod(j, "bound and Running or Succeeded", podStarted)
+}
+
+func podRunningOnNode(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning
+}
+
+func podStarted(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded)
 }
 
 // bound: every pod of j has a node.
