@@ -85,6 +85,8 @@ const envOperatorsDir = "PHALANX_OPERATORS_DIR"
 
 var (
 	gvrPyTorchJob  = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
+	gvrTFJob       = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"}
+	gvrMPIJobV1    = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "mpijobs"}
 	gvrJobSet      = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 	gvrLWS         = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 	gvrRayCluster  = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
@@ -486,7 +488,7 @@ func logTail(path string, n int) string {
 
 // startTrainingOperator runs training-operator v1.9 for PyTorchJobs of the test's namespace
 // with --gang-scheduler-name=gang, as described at the top of this file.
-func startTrainingOperator(t *testing.T, e *env, gang string) (stop func()) {
+func startTrainingOperator(t *testing.T, e *env, gang string, schemes ...string) (stop func()) {
 	t.Helper()
 	// The directory is fixed in training-operator (pkg/cert): tests of one process share it.
 	writeServingCert(t, "/tmp/k8s-webhook-server/serving-certs")
@@ -494,18 +496,24 @@ func startTrainingOperator(t *testing.T, e *env, gang string) (stop func()) {
 	if _, err := kube.CoreV1().Secrets(e.ns).Create(e.ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create the webhook Secret: %v", err)
 	}
+	if len(schemes) == 0 {
+		schemes = []string{"pytorchjob"}
+	}
 	probe := freePort(t)
+	var enable []string
+	for _, sch := range schemes {
+		enable = append(enable, "--enable-scheme="+sch)
+	}
 	return runOperator(t, operatorProc{
 		name: "training-operator",
-		args: []string{
-			"--gang-scheduler-name=" + gang,
-			"--enable-scheme=pytorchjob",
-			"--namespace=" + e.ns,
-			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(freePort(t)),
-			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
-			"--webhook-server-port=" + strconv.Itoa(freePort(t)),
+		args: append(enable,
+			"--gang-scheduler-name="+gang,
+			"--namespace="+e.ns,
+			"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(freePort(t)),
+			"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
+			"--webhook-server-port="+strconv.Itoa(freePort(t)),
 			"--leader-elect=false",
-		},
+		),
 		env:   []string{"MY_POD_NAMESPACE=" + e.ns},
 		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe),
 	})
@@ -714,12 +722,28 @@ type opJob struct {
 // pyTorchJobs: training-operator's PyTorchJob, 1 Master + n-1 Workers; the pods' schedulerName
 // is left to --gang-scheduler-name.
 func pyTorchJobs(podGroup schema.GroupVersionResource, gated bool) *opWorkload {
+	return kubeflowJobs("PyTorchJob", gvrPyTorchJob, "pytorchjob.yaml", "pytorchReplicaSpecs", 1, podGroup, gated)
+}
+
+// tfJobs: training-operator's TFJob of n Workers.
+func tfJobs(podGroup schema.GroupVersionResource, gated bool) *opWorkload {
+	return kubeflowJobs("TFJob", gvrTFJob, "tfjob.yaml", "tfReplicaSpecs", 0, podGroup, gated)
+}
+
+// mpiJobs: training-operator's MPIJob (kubeflow.org/v1), 1 Launcher + n-1 Workers.
+func mpiJobs(podGroup schema.GroupVersionResource, gated bool) *opWorkload {
+	return kubeflowJobs("MPIJob", gvrMPIJobV1, "mpijob.yaml", "mpiReplicaSpecs", 1, podGroup, gated)
+}
+
+// kubeflowJobs are training-operator jobs of the example file, whose Worker replicas are the
+// job's pods but for the others of the example (others).
+func kubeflowJobs(kind string, gvr schema.GroupVersionResource, file, specs string, others int, podGroup schema.GroupVersionResource, gated bool) *opWorkload {
 	return &opWorkload{
-		kind: "PyTorchJob", gvr: gvrPyTorchJob, runs: true, podGroup: &podGroup, gated: gated,
+		kind: kind, gvr: gvr, runs: true, podGroup: &podGroup, gated: gated,
 		selector: func(name string) string { return "training.kubeflow.org/job-name=" + name },
 		object: func(name string, pods int, runFor string) *unstructured.Unstructured {
-			u := example("pytorchjob.yaml", name, runFor)
-			must(unstructured.SetNestedField(u.Object, int64(pods-1), "spec", "pytorchReplicaSpecs", "Worker", "replicas"))
+			u := example(file, name, runFor)
+			must(unstructured.SetNestedField(u.Object, int64(pods-others), "spec", specs, "Worker", "replicas"))
 			return u
 		},
 	}
@@ -1123,6 +1147,29 @@ func TestOperatorTrainingVolcano(t *testing.T) {
 	startScheduler(t, "volcano")
 	startTrainingOperator(t, e, "volcano")
 	seedShape(t, e, pyTorchJobs(gvrVCPodGroup, true))
+}
+
+// TestOperatorTrainingTFJob: a TFJob of n Workers, training-operator in scheduler-plugins mode.
+func TestOperatorTrainingTFJob(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "scheduler-plugins")
+	installOperatorCRDs(t, e, "training-operator", "tfjobs")
+	e.addNodes(kwokNodes("op-ttf", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startTrainingOperator(t, e, defaultSchedulerNm, "tfjob")
+	seedShape(t, e, tfJobs(gvrSPPodGroup, false))
+}
+
+// TestOperatorTrainingMPIJob: training-operator's MPIJob (a Launcher and Workers, the launcher
+// created beside the workers), in Volcano mode.
+func TestOperatorTrainingMPIJob(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "volcano")
+	installOperatorCRDs(t, e, "training-operator", "mpijobs")
+	e.addNodes(kwokNodes("op-tmpi", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t, "volcano")
+	startTrainingOperator(t, e, "volcano", "mpijob")
+	seedShape(t, e, mpiJobs(gvrVCPodGroup, true))
 }
 
 // TestOperatorJobSet: a JobSet of one replicated Job of n pods, schedulerName phalanx in the pod
