@@ -70,6 +70,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -1170,6 +1171,75 @@ func TestOperatorTrainingMPIJob(t *testing.T) {
 	startScheduler(t, "volcano")
 	startTrainingOperator(t, e, "volcano", "mpijob")
 	seedShape(t, e, mpiJobs(gvrVCPodGroup, true))
+}
+
+// TestOperatorTrainingElastic: an elastic PyTorchJob (3 workers, minAvailable 2) on 2 GPUs, in
+// scheduler-plugins mode, with preemption on: 2 workers run, the third waits saying it is an
+// elastic member, and runs once a third GPU comes; a PyTorchJob of equal priority that needs a
+// GPU then waits, and evicts none of the elastic job's workers.
+func TestOperatorTrainingElastic(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "scheduler-plugins")
+	installOperatorCRDs(t, e, "training-operator", "pytorchjobs")
+	e.addNodes(kwokNodes("op-tel", 2).CPU("4").Memory("16Gi").GPUs(1))
+	startSchedulerOpts(t, scheduler.Options{Preemption: true})
+	startTrainingOperator(t, e, defaultSchedulerNm)
+
+	w := pyTorchJobs(gvrSPPodGroup, false)
+	u := example("pytorchjob-elastic.yaml", "elastic", "")
+	if _, err := dyn.Resource(gvrPyTorchJob).Namespace(e.ns).Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	elastic := &opJob{w: w, name: "elastic", size: 3}
+	e.eventually(time.Minute, "the operator creates the 3 workers", e.opCreated(elastic))
+	bound := func(n int) check {
+		return func(ctx context.Context) error {
+			pods, err := e.opPods(elastic)
+			if err != nil {
+				return err
+			}
+			got := 0
+			for _, p := range pods {
+				if p.Spec.NodeName != "" {
+					got++
+				}
+			}
+			if got != n {
+				return fmt.Errorf("%d workers of elastic are bound, want %d", got, n)
+			}
+			return nil
+		}
+	}
+	e.eventually(time.Minute, "2 workers run", bound(2))
+	e.eventually(30*time.Second, "the third says it waits as an elastic member", func(ctx context.Context) error {
+		pods, err := e.opPods(elastic)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == "" {
+				if msg := podScheduledFalse(&p); !strings.Contains(msg, scheduler.ReasonElasticWaiting) {
+					return fmt.Errorf("waiting worker %s says %q", p.Name, msg)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no worker waits")
+	})
+	// A third GPU: the elastic member runs too.
+	e.addNodes(kwokNodes("op-tel-more", 1).CPU("4").Memory("16Gi").GPUs(1))
+	e.eventually(time.Minute, "the third worker runs", bound(3))
+	// other is a PyTorchJob of one pod (the example without its workers): evicting the elastic
+	// job's third worker would make room for it, but equal priority never preempts.
+	one := example("pytorchjob.yaml", "other", "")
+	unstructured.RemoveNestedField(one.Object, "spec", "pytorchReplicaSpecs", "Worker")
+	if _, err := dyn.Resource(gvrPyTorchJob).Namespace(e.ns).Create(e.ctx, one, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := &opJob{w: w, name: "other", size: 1}
+	e.eventually(time.Minute, "the operator creates other's pod", e.opCreated(other))
+	e.eventually(30*time.Second, "other waits", e.opWaiting(other))
+	e.consistently(holdStill, "the elastic job to keep its 3 workers, other to wait", all(bound(3), e.opNoneBound(other)))
 }
 
 // TestOperatorJobSet: a JobSet of one replicated Job of n pods, schedulerName phalanx in the pod
