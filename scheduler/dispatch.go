@@ -322,10 +322,10 @@ func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admit
 // once a minute, it says how long the PodGroup has waited for its operator
 // to create the pods. Besides telling the user, each such write is an
 // update event for the operator: training-operator reads its PodGroups
-// from a cache, and a reconcile that read it just before the phase became
-// Inqueue (its own update of the PodGroup then conflicts with ours) waits
-// for the next event of the PodGroup, which Volcano's scheduler, writing
-// every session, always gives it.
+// from a cache, and a reconcile that read one just before its phase became
+// Inqueue (its own update of the PodGroup then conflicts with ours) creates
+// no pod and waits for the PodGroup's next event; we saw it wait forever
+// without one.
 func (s *Scheduler) awaitingPods(key string, v *gangView, desired map[string]any, now metav1.Time) {
 	members := v.nPending + v.nRunning + v.nSucceeded + v.nFailed
 	if desired["phase"] != string(v1alpha1.PodGroupInqueue) || members > 0 {
