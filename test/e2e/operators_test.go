@@ -971,16 +971,7 @@ func (e *env) opEvery(j *opJob, what string, ok func(*corev1.Pod) bool) check {
 		if err != nil {
 			return err
 		}
-		var not []string
-		for i := range pods {
-			if p := &pods[i]; !ok(p) {
-				not = append(not, fmt.Sprintf("%s (%s on %q)", p.Name, p.Status.Phase, p.Spec.NodeName))
-			}
-		}
-		if len(not) > 0 {
-			return fmt.Errorf("%d/%d pods of %s not %s: %s", len(not), len(pods), j.name, what, strings.Join(not, ", "))
-		}
-		return nil
+		return allPods(pods, j.w.kind+" "+j.name, what, ok)
 	}
 }
 

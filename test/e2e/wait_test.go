@@ -122,17 +122,23 @@ func (e *env) everyPod(j *job, what string, ok func(*corev1.Pod) bool) check {
 		if err != nil {
 			return err
 		}
-		var not []string
-		for i := range pods {
-			if p := &pods[i]; !ok(p) {
-				not = append(not, fmt.Sprintf("%s (%s on %q)", p.Name, p.Status.Phase, p.Spec.NodeName))
-			}
-		}
-		if len(not) > 0 {
-			return fmt.Errorf("%d/%d pods of %s not %s: %s", len(not), len(pods), j.name, what, strings.Join(not, ", "))
-		}
-		return nil
+		return allPods(pods, j.name, what, ok)
 	}
+}
+
+// allPods fails, naming them, if some of the pods of job name are not what
+// ok says.
+func allPods(pods []corev1.Pod, name, what string, ok func(*corev1.Pod) bool) error {
+	var not []string
+	for i := range pods {
+		if p := &pods[i]; !ok(p) {
+			not = append(not, fmt.Sprintf("%s (%s on %q)", p.Name, p.Status.Phase, p.Spec.NodeName))
+		}
+	}
+	if len(not) > 0 {
+		return fmt.Errorf("%d/%d pods of %s not %s: %s", len(not), len(pods), name, what, strings.Join(not, ", "))
+	}
+	return nil
 }
 
 // podsCondition: every pod of j carries condition typ with status, and its
