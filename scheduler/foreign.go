@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Users switching from another batch scheduler keep the job operators that
@@ -207,11 +206,6 @@ func pluginsPhase(st v1alpha1.PodGroupStatus, v *gangView) string {
 		return "PreScheduling"
 	}
 	return "Pending"
-}
-
-// foreignStatusPatch replaces the status of the object of uid.
-func foreignStatusPatch(uid types.UID, status map[string]any) ([]byte, error) {
-	return statusPatch(uid, status)
 }
 
 // VolcanoQueues is Volcano's Queue API. Where the cluster serves it, its
