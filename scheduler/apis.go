@@ -144,9 +144,20 @@ func crdServes(u *unstructured.Unstructured, version string) (served, statusSub 
 // servedAtStart reports whether the API server serves gvr now, whether it
 // has a status subresource, and whether we may list it: an informer that
 // may not list never syncs, so a missing permission costs only this API.
-func (s *Scheduler) servedAtStart(ctx context.Context, gvr schema.GroupVersionResource) (served, statusSub bool) {
-	list, err := s.kube.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if err != nil {
+// discovered holds the group-versions already asked of discovery (nil for
+// one it does not serve): several optional APIs share one, such as the six
+// Kubeflow job kinds.
+func (s *Scheduler) servedAtStart(ctx context.Context, gvr schema.GroupVersionResource, discovered map[string]*metav1.APIResourceList) (served, statusSub bool) {
+	gv := gvr.GroupVersion().String()
+	list, asked := discovered[gv]
+	if !asked {
+		l, err := s.kube.Discovery().ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			l = nil
+		}
+		list, discovered[gv] = l, l
+	}
+	if list == nil {
 		return false, false
 	}
 	for _, r := range list.APIResources {

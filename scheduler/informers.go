@@ -107,8 +107,9 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 			handler{df.ForResource(PodGroupsResource).Informer(), s.setPodGroup(ctx, unread), s.deletePodGroup(unread)},
 			handler{df.ForResource(QueuesResource).Informer(), s.setQueue(ctx), s.deleteQueue})
 		s.apis = &apiWatcher{s: s, ctx: ctx, apis: s.optionalAPIs(ctx, unread), running: map[schema.GroupVersionResource]*runningAPI{}}
+		discovered := map[string]*metav1.APIResourceList{}
 		for _, api := range s.apis.apis {
-			if served, statusSub := s.servedAtStart(ctx, api.gvr); served {
+			if served, statusSub := s.servedAtStart(ctx, api.gvr, discovered); served {
 				if synced := s.apis.start(api, statusSub); synced != nil {
 					registered = append(registered, synced)
 				}
