@@ -120,10 +120,7 @@ var foreignAPIs = map[string]struct {
 // the scheduler name of that API's operators. Never by default: the
 // scheduler of that API may be running beside us.
 func (s *Store) claimsForeign(group string, annotations map[string]string) bool {
-	if name := annotations[AnnotationSchedulerName]; name != "" {
-		return s.ours[name]
-	}
-	return s.ours[foreignAPIs[group].schedulerName]
+	return s.claimsAs(annotations, foreignAPIs[group].schedulerName)
 }
 
 // foreignGroup returns the API group a PodGroup was read from, or "" for

@@ -356,10 +356,16 @@ const AnnotationSchedulerName = "scheduling.phalanx.dev/scheduler-name"
 // claims reports whether this scheduler writes the status of an object
 // with these annotations that no pod of its own names.
 func (s *Store) claims(annotations map[string]string) bool {
+	return s.claimsAs(annotations, DefaultSchedulerName)
+}
+
+// claimsAs is claims with fallback as the name served by the instance that
+// writes unannotated objects.
+func (s *Store) claimsAs(annotations map[string]string, fallback string) bool {
 	if name := annotations[AnnotationSchedulerName]; name != "" {
 		return s.ours[name]
 	}
-	return s.ours[DefaultSchedulerName]
+	return s.ours[fallback]
 }
 
 // account adds (sign +1) or removes (-1) what p holds on its node.
