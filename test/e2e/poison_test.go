@@ -139,24 +139,8 @@ func dropMaximum(t *testing.T, ctx context.Context, crdName string, path ...stri
 	}
 }
 
-// eventAbout: an Event of the given reason about the object namespace/name
-// has a message containing every one of words.
+// eventAbout: a Warning Event of the given reason about the object
+// namespace/name has a message containing every one of words.
 func eventAbout(namespace, name, reason string, words ...string) check {
-	return func(ctx context.Context) error {
-		l, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-		if err != nil {
-			return err
-		}
-		var msgs []string
-		for _, ev := range l.Items {
-			if ev.Reason != reason {
-				continue
-			}
-			if ev.Type == corev1.EventTypeWarning && contains("", ev.Message, words) == nil {
-				return nil
-			}
-			msgs = append(msgs, ev.Type+": "+ev.Message)
-		}
-		return fmt.Errorf("no Warning %s Event on %s/%s mentions %q; its %s Events: %q", reason, namespace, name, words, reason, msgs)
-	}
+	return eventOf(namespace, name, corev1.EventTypeWarning, reason, words)
 }

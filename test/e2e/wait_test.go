@@ -242,8 +242,14 @@ func (e *env) podGroupCondition(name, typ string, status metav1.ConditionStatus,
 // eventOn: an Event of the given reason about the named pod has a message
 // containing every one of words.
 func (e *env) eventOn(pod, reason string, words ...string) check {
+	return eventOf(e.ns, pod, "", reason, words)
+}
+
+// eventOf: an Event of type typ ("" for any) and reason about the object
+// namespace/name has a message containing every one of words.
+func eventOf(namespace, name, typ, reason string, words []string) check {
 	return func(ctx context.Context) error {
-		l, err := kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod})
+		l, err := kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 		if err != nil {
 			return err
 		}
@@ -252,12 +258,12 @@ func (e *env) eventOn(pod, reason string, words ...string) check {
 			if ev.Reason != reason {
 				continue
 			}
-			if contains("", ev.Message, words) == nil {
+			if (typ == "" || ev.Type == typ) && contains("", ev.Message, words) == nil {
 				return nil
 			}
-			msgs = append(msgs, ev.Message)
+			msgs = append(msgs, ev.Type+": "+ev.Message)
 		}
-		return fmt.Errorf("no %s Event on pod %s mentions %q; its %s Events: %q", reason, pod, words, reason, msgs)
+		return fmt.Errorf("no %s %s Event on %s/%s mentions %q; its %s Events: %q", typ, reason, namespace, name, words, reason, msgs)
 	}
 }
 
