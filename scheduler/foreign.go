@@ -96,7 +96,7 @@ const (
 	// conditions; running, succeeded, failed counts (Volcano, kube-batch).
 	volcanoSchema foreignSchema = iota
 	// pluginsSchema: phase Pending, PreScheduling, Scheduling, Scheduled,
-	// Running, Finished, Failed; scheduled, running, succeeded, failed
+	// Running, Finished, Failed; running, succeeded, failed
 	// counts; scheduleStartTime (scheduler-plugins).
 	pluginsSchema
 )
@@ -148,7 +148,6 @@ func foreignStatus(group string, st v1alpha1.PodGroupStatus, v *gangView, old ma
 	count("failed", st.Failed)
 	if foreignAPIs[group].schema == pluginsSchema {
 		out["phase"] = pluginsPhase(st, v)
-		count("scheduled", int32(v.bound))
 		start, _ := old["scheduleStartTime"].(string)
 		if start == "" {
 			start = now.UTC().Format(time.RFC3339)

@@ -105,7 +105,7 @@ func TestForeignStatus(t *testing.T) {
 	if st := foreignStatus("scheduling.volcano.sh", run, v, nil, t1); st["phase"] != "Running" || st["running"] != int64(2) {
 		t.Errorf("running gang, Volcano status %v", st)
 	}
-	if st := foreignStatus("scheduling.x-k8s.io", run, v, nil, t1); st["phase"] != "Running" || st["scheduled"] != int64(2) {
+	if st := foreignStatus("scheduling.x-k8s.io", run, v, nil, t1); st["phase"] != "Running" || st["running"] != int64(2) || st["scheduled"] != nil {
 		t.Errorf("running gang, scheduler-plugins status %v", st)
 	}
 	// Finished.
