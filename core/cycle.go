@@ -176,6 +176,8 @@ func validate(g *Gang, levels []string) (GangStatus, bool) {
 	switch {
 	case g.Invalid != "":
 		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: g.Invalid}, true
+	case g.Unsupported != "":
+		return GangStatus{Gang: g.ID, Reason: ReasonUnsupportedConstraint, Need: need, text: g.Unsupported}, true
 	case g.RequiredLevel != "" && levelOf(levels, g.RequiredLevel) < 0:
 		if len(levels) == 0 {
 			return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: fmt.Sprintf(

@@ -79,6 +79,81 @@ type Constraints struct {
 	Affinity []NodeSelectorTerm
 	// Tolerations let the member onto tainted nodes.
 	Tolerations []Toleration
+	// VolumeAffinity holds the required node affinity of the member's bound
+	// PersistentVolumes, one entry a volume: each entry must hold (at least
+	// one of its terms), in addition to Affinity.
+	VolumeAffinity [][]NodeSelectorTerm
+	// PodAffinity terms must all hold: each requires a pod it selects in the
+	// node's domain of its topology key (podconstraints.go).
+	PodAffinity []PodAffinityTerm
+	// PodAntiAffinity terms must all hold: each forbids the node's domain of
+	// its topology key when a pod it selects is there. They are also kept
+	// by the pods that come after the member (symmetry).
+	PodAntiAffinity []PodAffinityTerm
+	// Spread constraints (whenUnsatisfiable: DoNotSchedule) must all hold.
+	Spread []SpreadConstraint
+	// HostPorts the member's containers bind on the node.
+	HostPorts []HostPort
+}
+
+// LabelSelector selects pods by their labels, as metav1.LabelSelector: every
+// MatchLabels pair and every expression must hold. The expressions use In,
+// NotIn, Exists and DoesNotExist. An empty selector selects every pod; a
+// nil *LabelSelector selects none.
+type LabelSelector struct {
+	MatchLabels      map[string]string
+	MatchExpressions []Requirement
+}
+
+// PodAffinityTerm names the pods a member must be near (affinity) or away
+// from (anti-affinity): those Selector selects in the namespaces the term
+// covers, on nodes sharing the value of TopologyKey.
+type PodAffinityTerm struct {
+	Selector *LabelSelector
+	// Namespaces the term covers, with those NamespaceSelector selects
+	// (Snapshot.Namespaces gives their labels). Both empty means the
+	// namespace of the member that declares the term.
+	Namespaces        []string
+	NamespaceSelector *LabelSelector
+	TopologyKey       string
+}
+
+// SpreadConstraint is a topology spread constraint with whenUnsatisfiable
+// DoNotSchedule. Pods are counted in the member's own namespace; a caller
+// folds matchLabelKeys into Selector.
+type SpreadConstraint struct {
+	MaxSkew     int32
+	TopologyKey string
+	Selector    *LabelSelector
+	// MinDomains, when above the number of eligible domains, makes the
+	// global minimum 0.
+	MinDomains int32
+	// IgnoreNodeAffinity counts domains of nodes the member's nodeSelector
+	// and node affinity refuse (nodeAffinityPolicy: Ignore); by default
+	// they are not counted.
+	IgnoreNodeAffinity bool
+	// HonorTaints leaves out domains of nodes whose taints the member does
+	// not tolerate (nodeTaintsPolicy: Honor); by default they are counted.
+	HonorTaints bool
+}
+
+// HostPort is a port a container binds on its node's network.
+type HostPort struct {
+	Port     int32
+	Protocol string // TCP when empty
+	IP       string // every address when empty or 0.0.0.0
+}
+
+// Pod is a pod bound to a node, whoever placed it: pod affinity, spread and
+// host ports count it.
+type Pod struct {
+	// Node indexes Snapshot.Nodes.
+	Node      int
+	Namespace string
+	Labels    map[string]string
+	// Constraints of the pod: its anti-affinity keeps others away, its host
+	// ports are taken. Nil when it has none.
+	Constraints *Constraints
 }
 
 // Node is a machine members can be placed on.
@@ -126,6 +201,10 @@ type Member struct {
 	Name        string
 	Request     Vector
 	Constraints *Constraints
+	// Namespace and Labels of the member's pod, for the pod affinity and
+	// spread of others and its own.
+	Namespace string
+	Labels    map[string]string
 }
 
 // Gang is a group of members placed all-or-nothing: the first MinMember
@@ -150,6 +229,10 @@ type Gang struct {
 	// Invalid, when not empty, is why the gang's spec cannot be scheduled; the
 	// core reports it as is and places nothing.
 	Invalid string
+	// Unsupported, when not empty, names a constraint of a member that the
+	// scheduler does not implement; the gang waits with
+	// ReasonUnsupportedConstraint and this text, and nothing is placed.
+	Unsupported string
 	// RequiredLevel, when not empty, is a label key of Config.Topology: the
 	// gang's minimum must lie within one domain of that level (topology.go)
 	// or the gang waits. A key that is not a level makes the gang invalid.
@@ -241,4 +324,11 @@ type Snapshot struct {
 	Running []Running
 	// Holds in force.
 	Holds []Hold
+	// Pods bound to nodes, whoever placed them. Needed only when some pod
+	// declares pod affinity, anti-affinity, spread or host ports; a caller
+	// may leave it empty otherwise.
+	Pods []Pod
+	// Namespaces gives the labels of each namespace, for the
+	// NamespaceSelector of pod affinity terms.
+	Namespaces map[string]map[string]string
 }

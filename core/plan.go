@@ -64,6 +64,9 @@ const (
 	ReasonNotEnoughMembers Reason = "NotEnoughMembers"
 	// ReasonInvalid: the gang's spec is malformed.
 	ReasonInvalid Reason = "Invalid"
+	// ReasonUnsupportedConstraint: a member declares a constraint the
+	// scheduler does not implement (Gang.Unsupported names it).
+	ReasonUnsupportedConstraint Reason = "UnsupportedConstraint"
 	// ReasonBlocked: a strict-order policy stops at an earlier gang that
 	// does not fit.
 	ReasonBlocked Reason = "Blocked"
