@@ -3,8 +3,8 @@ package core
 import "strconv"
 
 // This file decides whether a member may run on a node at all, apart from
-// resources: cordon, taints and tolerations, nodeSelector and required node
-// affinity, with the semantics Kubernetes gives them.
+// resources: cordon, taints and tolerations, nodeSelector, required node
+// affinity and the node affinity of bound volumes, with the semantics Kubernetes gives them.
 
 // filterResult is why a node is not feasible for a member.
 type filterResult uint8
@@ -15,6 +15,7 @@ const (
 	filteredTaint
 	filteredSelector
 	filteredAffinity
+	filteredVolume
 	filteredReserved // not a filter: the node is reserved for another gang
 )
 
@@ -24,6 +25,7 @@ var filterText = [...]string{
 	filteredTaint:         "untolerated taint",
 	filteredSelector:      "nodeSelector mismatch",
 	filteredAffinity:      "node affinity mismatch",
+	filteredVolume:        "volume node affinity conflict",
 	filteredReserved:      "reserved for a waiting gang",
 }
 
@@ -55,6 +57,11 @@ func filter(n *Node, c *Constraints) filterResult {
 	}
 	if len(c.Affinity) > 0 && !anyTermMatches(c.Affinity, n.Labels) {
 		return filteredAffinity
+	}
+	for _, terms := range c.VolumeAffinity {
+		if !anyTermMatches(terms, n.Labels) {
+			return filteredVolume
+		}
 	}
 	return feasible
 }
