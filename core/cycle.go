@@ -94,6 +94,12 @@ type cycle struct {
 	// trialing is set while preemption tries placements it will roll back:
 	// failures need no node report.
 	trialing bool
+	// pods indexes the pods on nodes when some use pod affinity, spread or
+	// host ports (podconstraints.go); pin narrows an anchored placement.
+	pods      *podIndex
+	pin       pinned
+	lastShape shapeKey
+	lastCheck *podCheck
 }
 
 type elastic struct {
@@ -111,6 +117,7 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 		unfit:  make(map[shapeKey]*nodeReport),
 
 		failedGangs: make(map[gangSignature]GangStatus),
+		pods:        newPodIndex(snap),
 	}
 	c.diag.Pending = make([]GangStatus, 0, len(snap.Gangs))
 	for i := range snap.Queues {
@@ -349,6 +356,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	defer func() { c.open = 0 }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
 	sig.shape.open, sig.shape.holder = c.open, c.holder
+	uniform = uniform && c.alike(g.Pending[:need])
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
@@ -359,7 +367,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		}
 	}
 	t := &c.scratch
-	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok {
+	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok && !c.placeAnchored(g, g.Pending[:need], t) {
 		if st.Reason == ReasonUnschedulable {
 			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
 		}
@@ -399,6 +407,7 @@ func (c *cycle) placeElastic() {
 				continue
 			}
 			c.x.take(n, r)
+			c.placed(m, n)
 			c.spend(n, r)
 			e.qs.allocated = e.qs.allocated.Add(r)
 			c.plan.Binds = append(c.plan.Binds, Bind{Gang: e.g.ID, Member: m.Name, Node: c.snap.Nodes[n].Name})

@@ -16,17 +16,25 @@ const (
 	filteredSelector
 	filteredAffinity
 	filteredVolume
+	filteredPodAffinity
+	filteredPodAntiAffinity
+	filteredSpread
+	filteredHostPort
 	filteredReserved // not a filter: the node is reserved for another gang
 )
 
 var filterText = [...]string{
-	feasible:              "",
-	filteredUnschedulable: "unschedulable (cordoned)",
-	filteredTaint:         "untolerated taint",
-	filteredSelector:      "nodeSelector mismatch",
-	filteredAffinity:      "node affinity mismatch",
-	filteredVolume:        "volume node affinity conflict",
-	filteredReserved:      "reserved for a waiting gang",
+	feasible:                "",
+	filteredUnschedulable:   "unschedulable (cordoned)",
+	filteredTaint:           "untolerated taint",
+	filteredSelector:        "nodeSelector mismatch",
+	filteredAffinity:        "node affinity mismatch",
+	filteredVolume:          "volume node affinity conflict",
+	filteredPodAffinity:     "pod affinity not satisfied",
+	filteredPodAntiAffinity: "pod anti-affinity",
+	filteredSpread:          "topology spread (maxSkew)",
+	filteredHostPort:        "host port in use",
+	filteredReserved:        "reserved for a waiting gang",
 }
 
 // Admits reports whether a member with constraints c may run on n, leaving

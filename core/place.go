@@ -28,6 +28,11 @@ type shapeKey struct {
 	open uint64
 	// holder: the gang whose holds are open to the member (hold.go).
 	holder *Gang
+	// sig names the pod anti-affinity terms that select the member, and
+	// loosened is podIndex.loosened for members whose pod terms more pods
+	// may satisfy (podconstraints.go).
+	sig      string
+	loosened uint32
 }
 
 type placement struct {
@@ -86,6 +91,10 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 	for _, i := range t.order {
 		m := &members[i]
 		r := podRequest(m)
+		if firstFail >= 0 && m.Request == members[firstFail].Request && m.Constraints == members[firstFail].Constraints {
+			unplaced = unplaced.Add(r) // as the failed one: fewer nodes left
+			continue
+		}
 		n, ok := c.findNode(m, r, t, remaining, sc)
 		if !ok {
 			if firstFail < 0 {
@@ -93,9 +102,9 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 				if sc != nil {
 					break // the caller wants no details, only the roll back
 				}
-				report = c.unfit[shapeKey{r, m.Constraints, c.open, c.holder}]
+				report = c.unfit[c.lastShape]
 				if report == nil && !c.trialing {
-					report = c.report(r, m.Constraints)
+					report = c.report(r, m.Constraints, c.lastCheck)
 				}
 			}
 			unplaced = unplaced.Add(r)
@@ -103,6 +112,7 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 		}
 		c.x.take(n, r)
 		t.add(i, n, r)
+		c.placed(m, n)
 		remaining -= c.x.gpus(r)
 	}
 	if firstFail < 0 {
@@ -119,6 +129,7 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 		// remember its shape only if it finds no node without them either.
 		m := &members[firstFail]
 		c.findNode(m, podRequest(m), nil, 0, nil)
+		// (findNode prepared the member's pod checks afresh.)
 	}
 	return GangStatus{Gang: g.ID, Reason: ReasonUnschedulable, Fit: fit, Need: len(members),
 		Short: short, names: c.snap.Resources, report: report}, false
@@ -129,13 +140,24 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 // the gang still needs of the accelerator, this member included. sc, if not
 // nil, restricts the search to one domain's nodes.
 func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope) (int, bool) {
-	key := shapeKey{r, m.Constraints, c.open, c.holder}
+	key := shapeKey{req: r, c: m.Constraints, open: c.open, holder: c.holder}
+	var pc *podCheck
+	if c.pods != nil {
+		if pc = c.pods.prepare(m); pc != nil {
+			key.sig = pc.sig
+			if m.Constraints.looseTerms() {
+				key.loosened = c.pods.loosened
+			}
+		}
+	}
+	c.lastShape, c.lastCheck = key, pc
 	if _, bad := c.unfit[key]; bad {
 		return -1, false
 	}
 	x, nodes := c.x, c.snap.Nodes
 	fits := func(n int) bool {
-		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible && c.mayUse(n, r, t)
+		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible &&
+			(pc == nil || c.pods.checkNode(pc, n) == feasible) && c.pin.admits(m, n) && c.mayUse(n, r, t)
 	}
 	if c.cfg.Spread && sc == nil {
 		return c.spreadNode(key, m, r, t, fits)
@@ -175,7 +197,7 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 			}
 		}
 	}
-	c.rememberUnfit(key, m, r, t)
+	c.rememberUnfit(key, m, r, t, pc)
 	return -1, false
 }
 
@@ -190,19 +212,20 @@ func (c *cycle) spreadNode(key shapeKey, m *Member, r Vector, t *txn, fits func(
 			}
 		}
 	}
-	c.rememberUnfit(key, m, r, t)
+	c.rememberUnfit(key, m, r, t, c.lastCheck)
 	return -1, false
 }
 
 // rememberUnfit records that members of key's shape find no node, unless
 // the gang's own placements (t) may be what keeps them out.
-func (c *cycle) rememberUnfit(key shapeKey, m *Member, r Vector, t *txn) {
+func (c *cycle) rememberUnfit(key shapeKey, m *Member, r Vector, t *txn, pc *podCheck) {
 	switch {
 	case t != nil && len(t.placed) > 0:
+	case c.pin.cons != nil: // a pinned try is narrower than the member's shape
 	case c.trialing:
 		c.unfit[key] = nil // no one reads the report of a trial
 	default:
-		c.unfit[key] = c.report(r, m.Constraints)
+		c.unfit[key] = c.report(r, m.Constraints, pc)
 	}
 }
 
@@ -249,12 +272,18 @@ type nodeReport struct {
 	shortOf  [MaxDims]int
 }
 
-func (c *cycle) report(r Vector, cons *Constraints) *nodeReport {
+func (c *cycle) report(r Vector, cons *Constraints, pc *podCheck) *nodeReport {
 	rep := &nodeReport{req: r, nodes: len(c.snap.Nodes)}
 	for n := range c.snap.Nodes {
 		if f := filter(&c.snap.Nodes[n], cons); f != feasible {
 			rep.byFilter[f]++
 			continue
+		}
+		if pc != nil {
+			if f := c.pods.checkNode(pc, n); f != feasible {
+				rep.byFilter[f]++
+				continue
+			}
 		}
 		if !c.mayUse(n, r, nil) {
 			rep.byFilter[filteredReserved]++

@@ -225,6 +225,7 @@ func (c *cycle) cands(d *domains, l int, want Vector) []int32 {
 
 // rollback gives back every placement of t.
 func (c *cycle) rollback(t *txn) {
+	c.unplaced(len(t.placed))
 	for i := len(t.placed) - 1; i >= 0; i-- {
 		c.x.give(t.placed[i].node, t.placed[i].req)
 	}

@@ -1,0 +1,763 @@
+package core
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Constraints between pods: required pod affinity and anti-affinity, topology
+// spread (DoNotSchedule) and host ports, with the semantics kube-scheduler
+// gives them, decided inside the gang's transaction.
+//
+// The cycle keeps a podIndex of every pod on a node: the snapshot's pods,
+// then each member as it is placed, tentatively or for good. A member's
+// tentative place therefore counts for the members placed after it in the
+// same transaction (a gang that must spread one member per node, or fit in
+// one rack by affinity to itself), and rolling the transaction back removes
+// it again. The index exists only when some pod uses these constraints: a
+// cycle without them pays nothing.
+//
+// Counting is done by counters, one per (term, namespace) a pending member
+// asks about, created on first use: a counter keeps, per domain of its
+// topology key, how many indexed pods its selector selects. A pod added to
+// the index visits only the counters that can select it, found by the first
+// label the counter requires (its probe).
+//
+// Feasibility under these constraints is not monotone within a cycle, as
+// resources are: a pod placed may satisfy another's affinity, or raise a
+// spread's minimum. The memo of member shapes that found no node
+// (place.go) therefore keys such members on how many times the index
+// loosened (podIndex.loosened), and members whose labels an indexed pod's
+// anti-affinity selects on the set of those terms (podCheck.sig).
+
+// pair is a label, as a map key.
+type pair struct{ k, v string }
+
+type indexedPod struct {
+	node   int32
+	ns     string
+	labels map[string]string
+	cons   *Constraints
+}
+
+// topoKey maps nodes to the domains of one topology key: the distinct values
+// of the label, numbered in node order; -1 for a node without it.
+type topoKey struct {
+	of []int32
+	n  int32
+}
+
+type podIndex struct {
+	nodes      []Node
+	namespaces map[string]map[string]string
+	pods       []indexedPod
+	// byPair and byKey list the pods carrying a label, built with the first
+	// counter and kept in step after.
+	inverted bool
+	byPair   map[pair][]int32
+	byKey    map[string][]int32
+	topo     map[string]*topoKey
+	// counters by what they count, and by probe.
+	counters  map[counterKey]*counter
+	probes    map[pair][]*counter
+	keyProbes map[string][]*counter
+	always    []*counter
+	// anti groups the indexed pods that have one required anti-affinity
+	// term: the pods it keeps away, in the domains where such pods are.
+	anti     map[termKey]*antiGroup
+	antiList []*antiGroup
+	// ports, once a member has host ports, lists the ports in use by node.
+	ports [][]HostPort
+	// loosened counts the changes that may let a member fit where it did not:
+	// an affinity counter's domain getting its first pod, a spread's
+	// minimum rising.
+	loosened uint32
+	check    podCheck
+	buf      []byte
+}
+
+// hasPodTerms reports whether members with c need the pod index.
+func (c *Constraints) hasPodTerms() bool {
+	return c != nil && (len(c.PodAffinity) > 0 || len(c.PodAntiAffinity) > 0 || len(c.Spread) > 0 || len(c.HostPorts) > 0)
+}
+
+// looseTerms reports whether c has terms that more pods may satisfy.
+func (c *Constraints) looseTerms() bool {
+	return c != nil && (len(c.PodAffinity) > 0 || len(c.Spread) > 0)
+}
+
+// newPodIndex returns the index for snap, or nil when no pending member
+// and no pod uses pod constraints.
+func newPodIndex(snap *Snapshot) *podIndex {
+	need := false
+	for i := range snap.Pods {
+		if c := snap.Pods[i].Constraints; c != nil && len(c.PodAntiAffinity) > 0 {
+			need = true
+			break
+		}
+	}
+	for _, g := range snap.Gangs {
+		if need {
+			break
+		}
+		if g == nil {
+			continue
+		}
+		for i := range g.Pending {
+			if g.Pending[i].Constraints.hasPodTerms() {
+				need = true
+				break
+			}
+		}
+	}
+	if !need {
+		return nil
+	}
+	x := &podIndex{nodes: snap.Nodes, namespaces: snap.Namespaces, topo: map[string]*topoKey{},
+		counters: map[counterKey]*counter{}, probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
+		anti: map[termKey]*antiGroup{}}
+	x.pods = make([]indexedPod, 0, len(snap.Pods)+64)
+	for i := range snap.Pods {
+		p := &snap.Pods[i]
+		if p.Node < 0 || p.Node >= len(snap.Nodes) {
+			continue
+		}
+		x.add(indexedPod{node: int32(p.Node), ns: p.Namespace, labels: p.Labels, cons: p.Constraints})
+	}
+	return x
+}
+
+func (x *podIndex) topology(key string) *topoKey {
+	if t := x.topo[key]; t != nil {
+		return t
+	}
+	t := &topoKey{of: make([]int32, len(x.nodes))}
+	ids := map[string]int32{}
+	for n := range x.nodes {
+		v, ok := x.nodes[n].Labels[key]
+		if !ok {
+			t.of[n] = -1
+			continue
+		}
+		id, seen := ids[v]
+		if !seen {
+			id = t.n
+			ids[v] = id
+			t.n++
+		}
+		t.of[n] = id
+	}
+	x.topo[key] = t
+	return t
+}
+
+// add indexes a pod now on a node.
+func (x *podIndex) add(p indexedPod) {
+	i := int32(len(x.pods))
+	x.pods = append(x.pods, p)
+	if x.inverted {
+		for k, v := range p.labels {
+			x.byPair[pair{k, v}] = append(x.byPair[pair{k, v}], i)
+			x.byKey[k] = append(x.byKey[k], i)
+		}
+	}
+	x.count(&p, 1)
+	if p.cons == nil {
+		return
+	}
+	for t := range p.cons.PodAntiAffinity {
+		g := x.antiGroupOf(&p.cons.PodAntiAffinity[t], p.ns)
+		if d := g.topo.of[p.node]; d >= 0 {
+			g.count[d]++
+		}
+	}
+	if x.ports != nil && len(p.cons.HostPorts) > 0 {
+		x.ports[p.node] = append(x.ports[p.node], p.cons.HostPorts...)
+	}
+}
+
+// pop removes the pod indexed last: transactions roll back in reverse.
+func (x *podIndex) pop() {
+	last := len(x.pods) - 1
+	p := x.pods[last]
+	x.pods = x.pods[:last]
+	if x.inverted {
+		for k, v := range p.labels {
+			l := x.byPair[pair{k, v}]
+			x.byPair[pair{k, v}] = l[:len(l)-1]
+			l = x.byKey[k]
+			x.byKey[k] = l[:len(l)-1]
+		}
+	}
+	x.count(&p, -1)
+	if p.cons == nil {
+		return
+	}
+	for t := range p.cons.PodAntiAffinity {
+		g := x.anti[termKey{&p.cons.PodAntiAffinity[t], p.ns}]
+		if d := g.topo.of[p.node]; d >= 0 {
+			g.count[d]--
+		}
+	}
+	if x.ports != nil && len(p.cons.HostPorts) > 0 {
+		x.ports[p.node] = x.ports[p.node][:len(x.ports[p.node])-len(p.cons.HostPorts)]
+	}
+}
+
+// count adds delta for p to every counter that selects it.
+func (x *podIndex) count(p *indexedPod, delta int32) {
+	if len(x.counters) == 0 {
+		return
+	}
+	for k, v := range p.labels {
+		for _, c := range x.probes[pair{k, v}] {
+			c.visit(x, p, delta)
+		}
+		for _, c := range x.keyProbes[k] {
+			c.visit(x, p, delta)
+		}
+	}
+	for _, c := range x.always {
+		c.visit(x, p, delta)
+	}
+}
+
+// termKey is a term as declared by a pod of a namespace.
+type termKey struct {
+	t  *PodAffinityTerm
+	ns string
+}
+
+// counterKey identifies a counter: an affinity term of a namespace, or a
+// spread constraint of a member's constraints in its namespace.
+type counterKey struct {
+	term   *PodAffinityTerm
+	spread *SpreadConstraint
+	cons   *Constraints
+	ns     string
+}
+
+type counter struct {
+	sel *LabelSelector
+	// term covers the namespaces of an affinity term, relative to own; a
+	// spread counts own's pods only.
+	term  *PodAffinityTerm
+	own   string
+	topo  *topoKey
+	count []int32 // by domain
+	total int32
+	// A spread counts pods on eligible nodes only (okNode, nil: every node
+	// with the key) and keeps the minimum over the eligible domains (okDom).
+	spread  bool
+	okNode  []bool
+	okDom   []bool
+	domains int32
+	min     int32
+	atMin   int32
+}
+
+func (c *counter) selects(x *podIndex, p *indexedPod) bool {
+	if c.term != nil {
+		if !x.covers(c.term, c.own, p.ns) {
+			return false
+		}
+	} else if p.ns != c.own {
+		return false
+	}
+	return c.sel.matches(p.labels)
+}
+
+func (c *counter) visit(x *podIndex, p *indexedPod, delta int32) {
+	if c.selects(x, p) {
+		c.bump(x, p.node, delta)
+	}
+}
+
+func (c *counter) bump(x *podIndex, node int32, delta int32) {
+	d := c.topo.of[node]
+	if d < 0 || c.okNode != nil && !c.okNode[node] {
+		return
+	}
+	old := c.count[d]
+	c.count[d] += delta
+	c.total += delta
+	if !c.spread {
+		if old == 0 && delta > 0 {
+			x.loosened++
+		}
+		return
+	}
+	switch {
+	case delta > 0 && old == c.min:
+		if c.atMin--; c.atMin == 0 {
+			c.min++
+			c.recount()
+			x.loosened++
+		}
+	case delta < 0 && old-1 < c.min:
+		c.min, c.atMin = old-1, 1
+	case delta < 0 && old-1 == c.min:
+		c.atMin++
+	}
+}
+
+// recount finds how many eligible domains hold the minimum.
+func (c *counter) recount() {
+	c.atMin = 0
+	for d, n := range c.count {
+		if c.okDom[d] && n == c.min {
+			c.atMin++
+		}
+	}
+}
+
+func (x *podIndex) covers(t *PodAffinityTerm, own, ns string) bool {
+	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
+		return ns == own
+	}
+	if slices.Contains(t.Namespaces, ns) {
+		return true
+	}
+	return t.NamespaceSelector != nil && t.NamespaceSelector.matches(x.namespaces[ns])
+}
+
+// matches reports whether the selector selects a pod with labels; a nil
+// selector selects nothing.
+func (s *LabelSelector) matches(labels map[string]string) bool {
+	if s == nil {
+		return false
+	}
+	for k, v := range s.MatchLabels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	for i := range s.MatchExpressions {
+		if !requirementHolds(&s.MatchExpressions[i], labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// affinityCounter returns the counter of term declared in namespace own.
+func (x *podIndex) affinityCounter(t *PodAffinityTerm, own string) *counter {
+	key := counterKey{term: t, ns: own}
+	if c := x.counters[key]; c != nil {
+		return c
+	}
+	c := &counter{sel: t.Selector, term: t, own: own, topo: x.topology(t.TopologyKey)}
+	c.count = make([]int32, c.topo.n)
+	x.register(key, c)
+	return c
+}
+
+// spreadCounter returns the counter of constraint s of a member with
+// constraints cons in namespace own.
+func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own string) *counter {
+	key := counterKey{spread: s, cons: cons, ns: own}
+	if c := x.counters[key]; c != nil {
+		return c
+	}
+	c := &counter{sel: s.Selector, own: own, topo: x.topology(s.TopologyKey), spread: true}
+	c.count = make([]int32, c.topo.n)
+	c.okDom = make([]bool, c.topo.n)
+	// Eligible nodes carry every spread key of the member and, unless the
+	// policies say otherwise, pass its node affinity (not its taints).
+	var keys []*topoKey
+	for i := range cons.Spread {
+		keys = append(keys, x.topology(cons.Spread[i].TopologyKey))
+	}
+	plain := !s.HonorTaints && (s.IgnoreNodeAffinity || len(cons.NodeSelector) == 0 && len(cons.Affinity) == 0)
+	if !plain || len(keys) > 1 {
+		c.okNode = make([]bool, len(x.nodes))
+	}
+	for n := range x.nodes {
+		ok := true
+		for _, k := range keys {
+			ok = ok && k.of[n] >= 0
+		}
+		if ok && !plain {
+			ok = eligible(&x.nodes[n], cons, !s.IgnoreNodeAffinity, s.HonorTaints)
+		}
+		if c.okNode != nil {
+			c.okNode[n] = ok
+		}
+		if ok {
+			c.okDom[c.topo.of[n]] = true
+		}
+	}
+	for _, ok := range c.okDom {
+		if ok {
+			c.domains++
+		}
+	}
+	c.atMin = c.domains
+	x.register(key, c)
+	return c
+}
+
+// eligible applies the parts of filter a spread's policies name.
+func eligible(n *Node, c *Constraints, affinity, taints bool) bool {
+	if taints {
+		for i := range n.Taints {
+			if repels(n.Taints[i].Effect) && !tolerated(&n.Taints[i], c.Tolerations) {
+				return false
+			}
+		}
+	}
+	if affinity {
+		for k, v := range c.NodeSelector {
+			if got, ok := n.Labels[k]; !ok || got != v {
+				return false
+			}
+		}
+		if len(c.Affinity) > 0 && !anyTermMatches(c.Affinity, n.Labels) {
+			return false
+		}
+	}
+	return true
+}
+
+// register files c under its probe and counts the pods indexed so far.
+func (x *podIndex) register(key counterKey, c *counter) {
+	x.counters[key] = c
+	if !x.inverted {
+		x.inverted = true
+		x.byPair, x.byKey = map[pair][]int32{}, map[string][]int32{}
+		for i := range x.pods {
+			for k, v := range x.pods[i].labels {
+				x.byPair[pair{k, v}] = append(x.byPair[pair{k, v}], int32(i))
+				x.byKey[k] = append(x.byKey[k], int32(i))
+			}
+		}
+	}
+	var cands []int32
+	all := false
+	switch p, vals, ok := probe(c.sel); {
+	case c.sel == nil:
+		return // selects nothing
+	case !ok:
+		x.always = append(x.always, c)
+		all = true
+	case vals == nil:
+		x.keyProbes[p] = append(x.keyProbes[p], c)
+		cands = x.byKey[p]
+	default:
+		for _, v := range vals {
+			x.probes[pair{p, v}] = append(x.probes[pair{p, v}], c)
+			cands = append(cands, x.byPair[pair{p, v}]...)
+		}
+	}
+	if all {
+		for i := range x.pods {
+			if c.selects(x, &x.pods[i]) {
+				c.bump(x, x.pods[i].node, 1)
+			}
+		}
+		return
+	}
+	for _, i := range cands {
+		if c.selects(x, &x.pods[i]) {
+			c.bump(x, x.pods[i].node, 1)
+		}
+	}
+}
+
+// probe returns a label every pod the selector selects carries: a key with
+// the values it may have (distinct), or with nil values for any value. ok
+// is false when the selector requires no label.
+func probe(s *LabelSelector) (key string, values []string, ok bool) {
+	if s == nil {
+		return "", nil, false
+	}
+	best := ""
+	for k := range s.MatchLabels {
+		if best == "" || k < best {
+			best = k
+		}
+	}
+	if best != "" {
+		return best, []string{s.MatchLabels[best]}, true
+	}
+	for i := range s.MatchExpressions {
+		r := &s.MatchExpressions[i]
+		if r.Operator == SelectorIn {
+			vals := slices.Clone(r.Values)
+			slices.Sort(vals)
+			return r.Key, slices.Compact(vals), true
+		}
+	}
+	for i := range s.MatchExpressions {
+		if r := &s.MatchExpressions[i]; r.Operator == SelectorExists {
+			return r.Key, nil, true
+		}
+	}
+	return "", nil, false
+}
+
+// antiGroup counts, per domain, the indexed pods that declare one
+// anti-affinity term in one namespace.
+type antiGroup struct {
+	id    int32
+	key   termKey
+	topo  *topoKey
+	count []int32
+}
+
+func (x *podIndex) antiGroupOf(t *PodAffinityTerm, ns string) *antiGroup {
+	k := termKey{t, ns}
+	if g := x.anti[k]; g != nil {
+		return g
+	}
+	g := &antiGroup{id: int32(len(x.antiList)), key: k, topo: x.topology(t.TopologyKey)}
+	g.count = make([]int32, g.topo.n)
+	x.anti[k] = g
+	x.antiList = append(x.antiList, g)
+	return g
+}
+
+// podCheck is what one member must respect on a node, prepared before its
+// node search.
+type podCheck struct {
+	aff    []*counter
+	anchor bool // no pod matches any affinity term, and the member its own
+	anti   []*counter
+	spread []spreadCheck
+	sym    []*antiGroup
+	ports  []HostPort
+	// sig names the anti groups that select the member, for the memo.
+	sig string
+}
+
+type spreadCheck struct {
+	c          *counter
+	maxSkew    int32
+	minDomains int32
+	self       int32
+}
+
+// prepare returns the checks m must pass, or nil when it has none.
+func (x *podIndex) prepare(m *Member) *podCheck {
+	pc := &x.check
+	pc.aff, pc.anti, pc.spread, pc.sym, pc.ports, pc.anchor, pc.sig = pc.aff[:0], pc.anti[:0], pc.spread[:0], pc.sym[:0], nil, false, ""
+	x.buf = x.buf[:0]
+	for _, g := range x.antiList {
+		if x.covers(g.key.t, g.key.ns, m.Namespace) && g.key.t.Selector.matches(m.Labels) {
+			pc.sym = append(pc.sym, g)
+			x.buf = append(x.buf, byte(g.id), byte(g.id>>8), byte(g.id>>16), byte(g.id>>24))
+		}
+	}
+	if len(x.buf) > 0 {
+		pc.sig = string(x.buf)
+	}
+	c := m.Constraints
+	if !c.hasPodTerms() {
+		if len(pc.sym) == 0 {
+			return nil
+		}
+		return pc
+	}
+	if len(c.PodAffinity) > 0 {
+		zero, self := true, true
+		for i := range c.PodAffinity {
+			t := &c.PodAffinity[i]
+			ctr := x.affinityCounter(t, m.Namespace)
+			pc.aff = append(pc.aff, ctr)
+			zero = zero && ctr.total == 0
+			self = self && x.covers(t, m.Namespace, m.Namespace) && t.Selector.matches(m.Labels)
+		}
+		pc.anchor = zero && self
+	}
+	for i := range c.PodAntiAffinity {
+		pc.anti = append(pc.anti, x.affinityCounter(&c.PodAntiAffinity[i], m.Namespace))
+	}
+	for i := range c.Spread {
+		s := &c.Spread[i]
+		sc := spreadCheck{c: x.spreadCounter(s, c, m.Namespace), maxSkew: max(s.MaxSkew, 1), minDomains: s.MinDomains}
+		if s.Selector.matches(m.Labels) {
+			sc.self = 1
+		}
+		pc.spread = append(pc.spread, sc)
+	}
+	if len(c.HostPorts) > 0 {
+		if x.ports == nil {
+			x.ports = make([][]HostPort, len(x.nodes))
+			for i := range x.pods {
+				if pc := x.pods[i].cons; pc != nil && len(pc.HostPorts) > 0 {
+					x.ports[x.pods[i].node] = append(x.ports[x.pods[i].node], pc.HostPorts...)
+				}
+			}
+		}
+		pc.ports = c.HostPorts
+	}
+	return pc
+}
+
+// checkNode reports whether a member with checks pc may run on node n as far
+// as the other pods are concerned.
+func (x *podIndex) checkNode(pc *podCheck, n int) filterResult {
+	for _, c := range pc.aff {
+		d := c.topo.of[n]
+		if d < 0 {
+			return filteredPodAffinity
+		}
+		if c.count[d] == 0 && !pc.anchor {
+			return filteredPodAffinity
+		}
+	}
+	for _, c := range pc.anti {
+		if d := c.topo.of[n]; d >= 0 && c.count[d] > 0 {
+			return filteredPodAntiAffinity
+		}
+	}
+	for _, g := range pc.sym {
+		if d := g.topo.of[n]; d >= 0 && g.count[d] > 0 {
+			return filteredPodAntiAffinity
+		}
+	}
+	for i := range pc.spread {
+		s := &pc.spread[i]
+		d := s.c.topo.of[n]
+		if d < 0 || s.c.okNode != nil && !s.c.okNode[n] {
+			return filteredSpread
+		}
+		low := s.c.min
+		if s.c.domains < s.minDomains {
+			low = 0
+		}
+		if s.c.count[d]+s.self-low > s.maxSkew {
+			return filteredSpread
+		}
+	}
+	for _, want := range pc.ports {
+		for _, used := range x.ports[n] {
+			if portsClash(want, used) {
+				return filteredHostPort
+			}
+		}
+	}
+	return feasible
+}
+
+func portsClash(a, b HostPort) bool {
+	if a.Port != b.Port || a.Port == 0 {
+		return false
+	}
+	if cmp.Or(a.Protocol, "TCP") != cmp.Or(b.Protocol, "TCP") {
+		return false
+	}
+	wild := func(ip string) bool { return ip == "" || ip == "0.0.0.0" || ip == "::" }
+	return wild(a.IP) || wild(b.IP) || a.IP == b.IP
+}
+
+// placed indexes member m of the gang being placed on node n.
+func (c *cycle) placed(m *Member, n int) {
+	if c.pods != nil {
+		c.pods.add(indexedPod{node: int32(n), ns: m.Namespace, labels: m.Labels, cons: m.Constraints})
+	}
+}
+
+// unplaced removes the last k members placed from the index.
+func (c *cycle) unplaced(k int) {
+	if c.pods != nil {
+		for ; k > 0; k-- {
+			c.pods.pop()
+		}
+	}
+}
+
+// pinned keeps the members with constraints cons within one domain of a
+// topology key while an anchored placement is tried (placeAnchored).
+type pinned struct {
+	cons *Constraints
+	topo *topoKey
+	dom  int32
+}
+
+// maxAnchorTries bounds the domains placeAnchored tries for one gang.
+const maxAnchorTries = 32
+
+// placeAnchored retries a minimum that found no placement when a member's
+// required pod affinity let it choose its domain freely (no pod matches its
+// terms yet, and it matches them itself: the first of a group that must be
+// together). The domain the greedy placement chose may be too small for the
+// group while another is large enough: the members sharing that member's
+// constraints are pinned to one domain of the first term's key at a time,
+// those with the most free accelerators (or cpu) first.
+func (c *cycle) placeAnchored(g *Gang, members []Member, t *txn) bool {
+	if c.pods == nil {
+		return false
+	}
+	var anchor *Member
+	for i := range members {
+		m := &members[i]
+		if !m.Constraints.looseTerms() || len(m.Constraints.PodAffinity) == 0 {
+			continue
+		}
+		if pc := c.pods.prepare(m); pc != nil && pc.anchor {
+			anchor = m
+			break
+		}
+	}
+	if anchor == nil {
+		return false
+	}
+	tk := c.pods.topology(anchor.Constraints.PodAffinity[0].TopologyKey)
+	var need Vector
+	for i := range members {
+		if members[i].Constraints == anchor.Constraints {
+			need = need.Add(podRequest(&members[i]))
+		}
+	}
+	free := make([]Vector, tk.n)
+	for n := range c.snap.Nodes {
+		if d := tk.of[n]; d >= 0 && c.x.bucket[n] >= 0 && filter(&c.snap.Nodes[n], anchor.Constraints) == feasible {
+			free[d] = free[d].Add(c.x.free[n])
+		}
+	}
+	dims := c.x.gpu
+	if dims < 0 || need[dims] == 0 {
+		dims = CPU
+	}
+	var doms []int32
+	for d := range free {
+		if need.Fits(free[d]) {
+			doms = append(doms, int32(d))
+		}
+	}
+	slices.SortStableFunc(doms, func(a, b int32) int { return cmp.Compare(free[b][dims], free[a][dims]) })
+	if len(doms) > maxAnchorTries {
+		doms = doms[:maxAnchorTries]
+	}
+	defer func() { c.pin = pinned{} }()
+	for _, d := range doms {
+		c.pin = pinned{cons: anchor.Constraints, topo: tk, dom: d}
+		if _, ok := c.placeAll(g, members, t, nil); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pinned) admits(m *Member, n int) bool {
+	return p.cons == nil || m.Constraints != p.cons || p.topo.of[n] == p.dom
+}
+
+// alike reports whether the cycle may take the outcome of one gang of
+// members for another gang of the same signature: their pod constraints, if
+// any, do not depend on who they are.
+func (c *cycle) alike(members []Member) bool {
+	if c.pods == nil {
+		return true
+	}
+	if members[0].Constraints.hasPodTerms() {
+		return false
+	}
+	for i := range members {
+		if pc := c.pods.prepare(&members[i]); pc != nil {
+			return false
+		}
+	}
+	return true
+}
