@@ -23,16 +23,18 @@ func newConstraintsCache() *constraintsCache {
 }
 
 // of returns the shared constraints of pod, or nil when it has none.
-func (c *constraintsCache) of(pod *corev1.Pod) *core.Constraints {
+// volumes holds the required node affinity of the PersistentVolumes bound to
+// the pod's claims, one entry per volume (Store.volumeAffinity).
+func (c *constraintsCache) of(pod *corev1.Pod, volumes [][]corev1.NodeSelectorTerm) *core.Constraints {
 	spec := &pod.Spec
 	var terms []corev1.NodeSelectorTerm
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	}
-	if len(spec.NodeSelector) == 0 && len(terms) == 0 && len(spec.Tolerations) == 0 {
+	if len(spec.NodeSelector) == 0 && len(terms) == 0 && len(spec.Tolerations) == 0 && len(volumes) == 0 {
 		return nil
 	}
-	key := constraintsKey(spec.NodeSelector, terms, spec.Tolerations)
+	key := constraintsKey(spec.NodeSelector, terms, spec.Tolerations) + volumesKey(volumes)
 	if cached, ok := c.byKey[key]; ok {
 		return cached
 	}
@@ -62,6 +64,9 @@ func (c *constraintsCache) of(pod *corev1.Pod) *core.Constraints {
 	for _, t := range spec.Tolerations {
 		out.Tolerations = append(out.Tolerations, core.Toleration{
 			Key: t.Key, Operator: core.TolerationOperator(t.Operator), Value: t.Value, Effect: core.TaintEffect(t.Effect)})
+	}
+	for _, v := range volumes {
+		out.VolumeAffinity = append(out.VolumeAffinity, coreTerms(v))
 	}
 	c.byKey[key] = out
 	return out

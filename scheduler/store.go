@@ -88,6 +88,8 @@ type Store struct {
 	holdFailed int64
 	// owners: the workloads gangs are derived from (owners.go).
 	owners *ownerState
+	// volumes: claims, volumes and StorageClasses (volumes.go).
+	volumes *volumeState
 	// now is the clock of the times the store observes (a pod bound,
 	// running, finished); time.Now unless a test sets it.
 	now func() time.Time
@@ -109,7 +111,11 @@ type podInfo struct {
 	terminal bool
 	// problem says why the pod's own spec cannot be scheduled.
 	problem string
-	cons    *core.Constraints
+	// volumeWait says why the pod's volumes keep it from being placed for
+	// now (a claim not found or not bound yet, volumes.go); unsupported
+	// names a field of the pod that Phalanx does not implement (podspec.go).
+	volumeWait, unsupported string
+	cons                    *core.Constraints
 	// When the store first saw the pod bound (or assumed it), running and
 	// finished, in Unix seconds; 0 if not yet. They stand in for the
 	// pod's own times where those are missing.
@@ -185,6 +191,7 @@ func NewStore(schedulerNames []string) *Store {
 		refusals:         map[string]string{},
 		holds:            map[string][]heldRoom{},
 		owners:           newOwnerState(),
+		volumes:          newVolumeState(),
 
 		gpuModelLabel: DefaultGPUModelLabel,
 		now:           time.Now,
@@ -275,7 +282,10 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 		m := MembershipOf(pod)
 		m = s.ownerMembership(pod, m) // a gang derived from the pod's workload (owners.go)
 		p.gang = m.GangKey(pod.Namespace)
-		p.cons = s.constraints.of(pod)
+		if existed {
+			s.forgetClaims(old)
+		}
+		s.setConstraints(p) // volumes.go
 		if existed && old.gang != p.gang {
 			s.leaveGang(old, pod.UID)
 		}
@@ -311,6 +321,7 @@ func (s *Store) DeletePod(uid types.UID) {
 		return
 	}
 	s.account(p, -1)
+	s.forgetClaims(p)
 	if p.gang != "" {
 		s.leaveGang(p, uid)
 	}
