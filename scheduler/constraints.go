@@ -31,14 +31,15 @@ func (c *constraintsCache) of(pod *corev1.Pod, volumes [][]corev1.NodeSelectorTe
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 	}
-	if len(spec.NodeSelector) == 0 && len(terms) == 0 && len(spec.Tolerations) == 0 && len(volumes) == 0 {
+	pt, ptKey := podTermsOf(pod)
+	if len(spec.NodeSelector) == 0 && len(terms) == 0 && len(spec.Tolerations) == 0 && len(volumes) == 0 && ptKey == "" {
 		return nil
 	}
-	key := constraintsKey(spec.NodeSelector, terms, spec.Tolerations) + volumesKey(volumes)
+	key := constraintsKey(spec.NodeSelector, terms, spec.Tolerations) + volumesKey(volumes) + ptKey
 	if cached, ok := c.byKey[key]; ok {
 		return cached
 	}
-	out := &core.Constraints{}
+	out := &core.Constraints{PodAffinity: pt.PodAffinity, PodAntiAffinity: pt.PodAntiAffinity, Spread: pt.Spread, HostPorts: pt.HostPorts}
 	if len(spec.NodeSelector) > 0 {
 		out.NodeSelector = make(map[string]string, len(spec.NodeSelector))
 		for k, v := range spec.NodeSelector {

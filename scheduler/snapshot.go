@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/core"
@@ -30,7 +31,16 @@ type gangView struct {
 	arrival    int64
 	invalid    string
 	pending    []*podInfo // sorted by name
-	bound      int        // bound or assumed and not failed
+	// gated are the members that schedulingGates keep from being placed;
+	// heldByGates: the gang's minimum needs some of them, so the gang
+	// waits (invalid says so).
+	gated       []*podInfo
+	heldByGates bool
+	// volumeWait says why a member's volumes keep it from being placed
+	// for now; unsupported names a constraint of a member that Phalanx
+	// does not implement (the first member by name of each).
+	volumeWait, unsupported string
+	bound                   int // bound or assumed and not failed
 	// member counts by pod phase, for the PodGroup status.
 	nPending, nRunning, nSucceeded, nFailed int32
 	allocated                               core.Vector
@@ -89,15 +99,25 @@ func (s *Store) view(g *gangInfo) *gangView {
 		case p.node != "" && p.pod.Status.Phase != corev1.PodFailed:
 			v.bound++
 			v.partialSince = max(v.partialSince, p.boundSince())
+		case p.node == "" && !p.terminal && p.pod.DeletionTimestamp == nil && len(p.pod.Spec.SchedulingGates) > 0:
+			v.gated = append(v.gated, p) // not ours to place until its gates are gone
 		case p.node == "" && !p.terminal && p.pod.DeletionTimestamp == nil:
 			v.pending = append(v.pending, p)
 			v.partialSince = max(v.partialSince, p.pod.CreationTimestamp.Unix())
-			if p.problem != "" && v.invalid == "" {
-				v.invalid = fmt.Sprintf("pod %s: %s", p.pod.Name, p.problem)
-			}
 		}
 	}
 	sort.Slice(v.pending, func(i, j int) bool { return v.pending[i].pod.Name < v.pending[j].pod.Name })
+	// The first waiting member, by name, that cannot be placed says why.
+	for _, p := range v.pending {
+		switch {
+		case p.problem != "" && v.invalid == "":
+			v.invalid = fmt.Sprintf("pod %s: %s", p.pod.Name, p.problem)
+		case p.volumeWait != "" && v.volumeWait == "":
+			v.volumeWait = fmt.Sprintf("pod %s waits: %s", p.pod.Name, p.volumeWait)
+		case p.unsupported != "" && v.unsupported == "":
+			v.unsupported = fmt.Sprintf("pod %s: %s", p.pod.Name, p.unsupported)
+		}
+	}
 	if first == nil && g.membership.Kind != ByPodGroup {
 		return v
 	}
@@ -162,7 +182,38 @@ func (s *Store) view(g *gangInfo) *gangView {
 	if why := s.queueRefuses(v.queue, g.namespace); why != "" {
 		v.notAllowed, v.invalid = true, why
 	}
+	if v.invalid == "" {
+		v.holdByGates()
+	}
+	if v.invalid == "" && v.volumeWait != "" {
+		v.invalid = v.volumeWait
+	}
 	return v
+}
+
+// holdByGates makes the gang wait, invalid to the core, when its minimum
+// needs members that schedulingGates hold: nothing of it is placed until
+// enough gates are gone. Elastic members held by gates just wait.
+func (v *gangView) holdByGates() {
+	if len(v.gated) == 0 || v.bound+len(v.pending) >= v.minMember {
+		return
+	}
+	sort.Slice(v.gated, func(i, j int) bool { return v.gated[i].pod.Name < v.gated[j].pod.Name })
+	seen := map[string]bool{}
+	var gates []string
+	for _, p := range v.gated {
+		for _, g := range p.pod.Spec.SchedulingGates {
+			if !seen[g.Name] {
+				seen[g.Name] = true
+				gates = append(gates, g.Name)
+			}
+		}
+	}
+	sort.Strings(gates)
+	members := v.bound + len(v.pending) + len(v.gated)
+	v.heldByGates = true
+	v.invalid = fmt.Sprintf("%d of %d members are held by schedulingGates (%s); the gang needs %d to start",
+		len(v.gated), members, strings.Join(gates, ", "), v.minMember)
 }
 
 // labelMin is the min-available of a label gang: its members must agree.
@@ -211,6 +262,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	reserving := s.reservations()
 	var models map[string]bool // GPU models the nodes have, computed on first use
 	var completed []*gangView  // recorded after the loop, so that every view saw the same history
+	asked := false             // a pending member asks about the pods on nodes
 	for key, g := range s.gangs {
 		v := s.view(g)
 		views[key] = v
@@ -226,18 +278,21 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 				snap.Running = append(snap.Running, r)
 			}
 		}
-		if len(v.pending) == 0 {
+		if len(v.pending) == 0 && !v.heldByGates {
 			continue
 		}
 		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember,
-			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, RequiredLevel: v.requiredLevel, Estimate: v.estimate}
+			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, Unsupported: v.unsupported,
+			RequiredLevel: v.requiredLevel, Estimate: v.estimate}
 		cg.Pending = make([]core.Member, len(v.pending))
 		for i, p := range v.pending {
 			cons := p.cons
 			if v.gpuModel != "" {
 				cons = s.constraints.withLabel(cons, s.gpuModelLabel, v.gpuModel)
 			}
-			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons}
+			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons,
+				Namespace: p.pod.Namespace, Labels: p.pod.Labels}
+			asked = asked || asksAboutPods(cons)
 		}
 		if v.gpuModel != "" {
 			if models == nil {
@@ -253,6 +308,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		snap.Gangs = append(snap.Gangs, cg)
 	}
 	slices.SortFunc(snap.Running, func(a, b core.Running) int { return cmp.Compare(a.Gang, b.Gang) })
+	s.snapshotPods(snap, order, asked) // podterms.go
 	snap.Holds = s.snapshotHolds(order, now)
 	for _, v := range completed {
 		s.recordCompletion(v.info, v.queue)

@@ -88,6 +88,9 @@ type Store struct {
 	holdFailed int64
 	// owners: the workloads gangs are derived from (owners.go).
 	owners *ownerState
+	// avoiding counts the pods with required pod anti-affinity: while there
+	// are some, every cycle needs the pods on nodes (podterms.go).
+	avoiding int
 	// volumes: claims, volumes and StorageClasses (volumes.go).
 	volumes *volumeState
 	// now is the clock of the times the store observes (a pod bound,
@@ -97,6 +100,9 @@ type Store struct {
 
 type nodeInfo struct {
 	node core.Node
+	// alloc is the node's allocatable as the API reports it, converted
+	// again when a resource gets a dimension (regrow).
+	alloc corev1.ResourceList
 }
 
 type podInfo struct {
@@ -199,7 +205,25 @@ func NewStore(schedulerNames []string) *Store {
 	for _, n := range schedulerNames {
 		s.ours[n] = true
 	}
+	s.res.grown = s.regrow
 	return s
+}
+
+// regrow converts again what was converted before a resource got a
+// dimension: nodes' allocatable, and what pods of other schedulers hold
+// (ours registered every resource they request). It is rare: at most
+// core.MaxDims-core.FirstExtended times in the life of a store.
+func (s *Store) regrow() {
+	for _, info := range s.nodes {
+		info.node.Allocatable = s.res.known(info.alloc)
+	}
+	for _, p := range s.pods {
+		if p.gang == "" {
+			s.account(p, -1)
+			p.req = s.res.known(podRequests(p.pod))
+			s.account(p, +1)
+		}
+	}
 }
 
 // SetNode adds or replaces a node.
@@ -211,9 +235,11 @@ func (s *Store) SetNode(n *corev1.Node) {
 		s.nodes[n.Name] = info
 		s.nodesDirty = true
 	}
-	// A resource beyond what a Vector can hold is left out of the node's
-	// allocatable: pods that request it say so themselves (podInfo.problem).
-	alloc, _ := s.res.vector(n.Status.Allocatable)
+	// Only the resources that have a dimension count (registry): pods
+	// that request one beyond what a Vector can hold say so themselves
+	// (podInfo.problem).
+	info.alloc = n.Status.Allocatable
+	alloc := s.res.known(n.Status.Allocatable)
 	labels := make(map[string]string, len(n.Labels)+1)
 	for k, v := range n.Labels {
 		labels[k] = v
@@ -258,7 +284,14 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 		s.account(old, -1)
 	}
 	p := &podInfo{pod: pod, terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed}
-	p.req, p.problem = s.res.vector(podRequests(pod))
+	if s.ours[pod.Spec.SchedulerName] {
+		p.req, p.problem = s.res.vector(podRequests(pod))
+	} else {
+		// What another scheduler's pod holds counts only on the
+		// dimensions our pods need; regrow converts it again when they
+		// need more.
+		p.req = s.res.known(podRequests(pod))
+	}
 	switch {
 	case pod.Spec.NodeName != "":
 		p.node = pod.Spec.NodeName
@@ -303,6 +336,15 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 			p.other = m.GangKey(pod.Namespace)
 			s.others[p.other]++
 		}
+		if p.node != "" && declaresPodTerms(pod) {
+			p.cons = s.constraints.of(pod, nil) // its anti-affinity and host ports bind ours
+		}
+	}
+	if existed && avoids(old.cons) {
+		s.avoiding--
+	}
+	if avoids(p.cons) {
+		s.avoiding++
 	}
 	if existed && old.other != "" {
 		s.forgetOther(old.other)
@@ -322,6 +364,9 @@ func (s *Store) DeletePod(uid types.UID) {
 	}
 	s.account(p, -1)
 	s.forgetClaims(p)
+	if avoids(p.cons) {
+		s.avoiding--
+	}
 	if p.gang != "" {
 		s.leaveGang(p, uid)
 	}
@@ -428,6 +473,7 @@ func (s *Store) Forget(uid types.UID) {
 
 // SetPodGroup adds or replaces a PodGroup.
 func (s *Store) SetPodGroup(pg *v1alpha1.PodGroup) {
+	s.res.vector(pg.Spec.MinResources) // its resources get dimensions now, before a cycle compares them with the nodes'
 	key := pg.Namespace + "/" + pg.Name
 	s.podGroups[key] = pg
 	delete(s.gone, key)
@@ -452,6 +498,7 @@ func (s *Store) remember(key string, pg *v1alpha1.PodGroup) {
 // another scheduler.
 // status is its status as read, in its own schema.
 func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup, status map[string]any) {
+	s.res.vector(pg.Spec.MinResources) // as SetPodGroup
 	if s.foreign[group] == nil {
 		s.foreign[group] = map[string]*v1alpha1.PodGroup{}
 		s.foreignStatus[group] = map[string]map[string]any{}
@@ -495,6 +542,8 @@ func (s *Store) podGroup(key string) *v1alpha1.PodGroup {
 
 // SetQueue adds or replaces a Queue.
 func (s *Store) SetQueue(q *v1alpha1.Queue) {
+	s.res.vector(q.Spec.Capability) // its resources get dimensions now, as SetPodGroup
+	s.res.vector(q.Spec.Guarantee)
 	s.queues[q.Name] = q
 	s.setAdmission(q)
 }
