@@ -48,7 +48,7 @@ func podTermsOf(pod *corev1.Pod) (podTerms, string) {
 			continue // ScheduleAnyway is a preference (docs/constraints.md)
 		}
 		sc := core.SpreadConstraint{MaxSkew: tsc.MaxSkew, TopologyKey: tsc.TopologyKey,
-			Selector: selector(tsc.LabelSelector, tsc.MatchLabelKeys, pod.Labels),
+			Selector:           selector(tsc.LabelSelector, tsc.MatchLabelKeys, pod.Labels),
 			IgnoreNodeAffinity: tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore,
 			HonorTaints:        tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor}
 		if tsc.MinDomains != nil {
