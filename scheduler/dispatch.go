@@ -378,6 +378,8 @@ func (s *Scheduler) admitted(v *gangView, q *core.Queue, cluster core.Vector, la
 		return false, ""
 	case v.invalid != "":
 		return false, v.invalid
+	case v.unsupported != "":
+		return false, v.unsupported
 	case q == nil:
 		return false, fmt.Sprintf("queue %q does not exist", v.queue)
 	case q.Closed:

@@ -275,6 +275,8 @@ func (s *Scheduler) setVolcanoQueue(ctx context.Context) func(obj any) {
 		if s.store.queues[u.GetName()] == nil {
 			s.store.SetUnreadableQueue(u.GetName(), "")
 		}
+		s.store.res.vector(q.Spec.Capability) // their resources get dimensions now (Store.SetQueue)
+		s.store.res.vector(q.Spec.Guarantee)
 		s.store.volcanoQueues[q.Name] = q
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/phalanx-sched/phalanx/client/informers/externalversions"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -88,6 +89,41 @@ func (s *Scheduler) startInformers(ctx context.Context) (map[string]bool, error)
 			func(o any) {
 				if pc, ok := o.(*schedulingv1.PriorityClass); ok {
 					s.store.DeletePriorityClass(pc.Name)
+				}
+			}},
+		// Claims, volumes and StorageClasses: the node affinity of pods'
+		// volumes (volumes.go).
+		{kf.Core().V1().PersistentVolumeClaims().Informer(),
+			func(o any) {
+				if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok {
+					s.store.SetClaim(pvc)
+				}
+			},
+			func(o any) {
+				if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok {
+					s.store.DeleteClaim(pvc.Namespace, pvc.Name)
+				}
+			}},
+		{kf.Core().V1().PersistentVolumes().Informer(),
+			func(o any) {
+				if pv, ok := o.(*corev1.PersistentVolume); ok {
+					s.store.SetVolume(pv)
+				}
+			},
+			func(o any) {
+				if pv, ok := o.(*corev1.PersistentVolume); ok {
+					s.store.DeleteVolume(pv)
+				}
+			}},
+		{kf.Storage().V1().StorageClasses().Informer(),
+			func(o any) {
+				if sc, ok := o.(*storagev1.StorageClass); ok {
+					s.store.SetStorageClass(sc)
+				}
+			},
+			func(o any) {
+				if sc, ok := o.(*storagev1.StorageClass); ok {
+					s.store.DeleteStorageClass(sc.Name)
 				}
 			}},
 		{kf.Core().V1().Namespaces().Informer(), // their labels, which queues admit by (tenancy.go)

@@ -11,23 +11,26 @@ import (
 )
 
 // registry maps Kubernetes resource names to the dimensions of core.Vector.
-// cpu, memory and pods are fixed; extended resources (names with a domain,
-// such as nvidia.com/gpu) get the next free dimension the first time a node
-// or pod names them, and keep it. Vectors computed earlier therefore stay
-// valid when a resource is added.
+// cpu, memory and pods are fixed; any other resource (an extended resource
+// such as nvidia.com/gpu, ephemeral-storage, hugepages-2Mi) gets the next
+// free dimension the first time a pod of ours requests a nonzero amount of
+// it, or a PodGroup's minResources or a Queue names it, and keeps it. A
+// node's allocatable alone never adds one: nodes report ephemeral-storage
+// and hugepages that few pods ask for, and a Vector has only
+// core.MaxDims-core.FirstExtended dimensions to spare. Vectors computed
+// earlier therefore miss a dimension added later; grown tells the store to
+// convert those again (Store.regrow).
 type registry struct {
 	names core.ResourceNames
+	// grown, when set, is called each time a dimension is added, before
+	// the conversion that added it returns.
+	grown func()
 }
 
 func newRegistry() *registry {
 	names, _ := core.NewResourceNames()
 	return &registry{names: names}
 }
-
-// extended reports whether name is a device-like resource the core tracks.
-// Resources without a domain other than cpu, memory and pods
-// (ephemeral-storage, hugepages-*) are not scheduled on.
-func extended(name corev1.ResourceName) bool { return strings.Contains(string(name), "/") }
 
 // maxAmount bounds every amount the adapter hands the core, in the core's
 // units: millicores, bytes, devices, pod slots. It is 10^15 (a thousand
@@ -63,13 +66,26 @@ func amount(name corev1.ResourceName, q resource.Quantity) (int64, string) {
 	return q.Value(), ""
 }
 
-// vector converts rl. Every dimension of the result lies in [0, maxAmount]:
-// an amount out of bounds is clamped to them and reported as a problem, as
-// is a resource that does not fit in the core's dimensions (which is left
-// out). Only the first problem, in the order of the resource names, is
-// reported. A pod's problem makes its gang invalid; for a node's
-// allocatable and a queue's guarantee the clamped amounts are what counts.
+// vector converts rl, adding a dimension for each resource of a nonzero
+// amount that has none yet. Every dimension of the result lies in
+// [0, maxAmount]: an amount out of bounds is clamped to them and reported as
+// a problem, as is a resource that does not fit in the core's dimensions
+// (which is left out). Only the first problem, in the order of the resource
+// names, is reported. A pod's problem makes its gang invalid; for a queue's
+// guarantee the clamped amounts are what counts.
 func (r *registry) vector(rl corev1.ResourceList) (core.Vector, string) {
+	return r.convert(rl, true)
+}
+
+// known converts rl on the dimensions that exist, leaving out the resources
+// that have none: a node's allocatable, what pods of other schedulers use.
+// Amounts out of bounds are clamped.
+func (r *registry) known(rl corev1.ResourceList) core.Vector {
+	v, _ := r.convert(rl, false)
+	return v
+}
+
+func (r *registry) convert(rl corev1.ResourceList, add bool) (core.Vector, string) {
 	var v core.Vector
 	var problem string
 	keys := make([]string, 0, len(rl))
@@ -80,7 +96,10 @@ func (r *registry) vector(rl corev1.ResourceList) (core.Vector, string) {
 	for _, k := range keys {
 		name := corev1.ResourceName(k)
 		d := fixed(name)
-		if d < 0 && !extended(name) {
+		if d < 0 {
+			d = r.names.Index(k)
+		}
+		if d < 0 && !add {
 			continue
 		}
 		n, why := amount(name, rl[name])
@@ -91,16 +110,17 @@ func (r *registry) vector(rl corev1.ResourceList) (core.Vector, string) {
 			if n == 0 {
 				continue
 			}
-			if d = r.names.Index(k); d < 0 {
-				if len(r.names) == core.MaxDims {
-					if problem == "" {
-						problem = fmt.Sprintf("resource %s is one extended resource too many: Phalanx tracks at most %d (%s)",
-							k, core.MaxDims-core.FirstExtended, strings.Join(r.names[core.FirstExtended:], ", "))
-					}
-					continue
+			if len(r.names) == core.MaxDims {
+				if problem == "" {
+					problem = fmt.Sprintf("resource %s is one resource too many: Phalanx tracks at most %d besides cpu, memory and pods (%s)",
+						k, core.MaxDims-core.FirstExtended, strings.Join(r.names[core.FirstExtended:], ", "))
 				}
-				r.names = append(r.names, k)
-				d = len(r.names) - 1
+				continue
+			}
+			r.names = append(r.names, k)
+			d = len(r.names) - 1
+			if r.grown != nil {
+				r.grown()
 			}
 		}
 		v[d] = n
@@ -122,23 +142,69 @@ func fixed(name corev1.ResourceName) int {
 	return -1
 }
 
-// podRequests is what a pod asks of its node, as kube-scheduler counts it:
-// the sum of its containers' requests (a limit stands in for a missing
-// request), at least the largest init container's, plus the pod overhead.
+// podRequests is what a pod asks of its node, as kube-scheduler counts it
+// (k8s.io/component-helpers' PodRequests):
+//
+//   - the containers' requests, summed, plus those of the sidecars
+//     (init containers with restartPolicy Always), which run beside them;
+//   - at least, for each other init container, its own request plus those
+//     of the sidecars declared before it, which run while it does;
+//   - pod-level requests (spec.resources), where given, replace the sum for
+//     cpu, memory and hugepages;
+//   - plus the pod overhead.
+//
+// A limit stands in for a missing request, as the API server defaults it.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
 	sum := corev1.ResourceList{}
 	for i := range pod.Spec.Containers {
 		addTo(sum, containerRequests(&pod.Spec.Containers[i]))
 	}
+	sidecars := corev1.ResourceList{} // those declared so far
+	initMax := corev1.ResourceList{}
 	for i := range pod.Spec.InitContainers {
-		for name, q := range containerRequests(&pod.Spec.InitContainers[i]) {
-			if cur, ok := sum[name]; !ok || q.Cmp(cur) > 0 {
-				sum[name] = q.DeepCopy()
-			}
+		c := &pod.Spec.InitContainers[i]
+		req := containerRequests(c)
+		if p := c.RestartPolicy; p != nil && *p == corev1.ContainerRestartPolicyAlways {
+			addTo(sum, req)
+			addTo(sidecars, req)
+			maxTo(initMax, sidecars) // while it starts, the sidecars so far run
+			continue
+		}
+		addTo(req, sidecars)
+		maxTo(initMax, req)
+	}
+	maxTo(sum, initMax)
+	if r := pod.Spec.Resources; r != nil {
+		for name, q := range podLevel(r) {
+			sum[name] = q.DeepCopy()
 		}
 	}
 	addTo(sum, pod.Spec.Overhead)
 	return sum
+}
+
+// podLevel returns the pod-level requests that replace the containers' sum:
+// those of cpu, memory and hugepages, a limit standing in for a missing
+// request.
+func podLevel(r *corev1.ResourceRequirements) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, rl := range []corev1.ResourceList{r.Limits, r.Requests} {
+		for name, q := range rl {
+			if name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+				out[name] = q
+			}
+		}
+	}
+	return out
+}
+
+// maxTo raises each amount of dst to that of src where src's is larger.
+func maxTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q.DeepCopy()
+		}
+	}
 }
 
 func containerRequests(c *corev1.Container) corev1.ResourceList {
@@ -186,7 +252,7 @@ func (r *registry) limits(rl corev1.ResourceList) (core.Vector, string) {
 	out := core.Unbounded()
 	for name, q := range rl {
 		d := fixed(name)
-		if d < 0 && extended(name) {
+		if d < 0 {
 			d = r.names.Index(string(name))
 		}
 		if d < 0 {

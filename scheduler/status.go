@@ -22,6 +22,10 @@ const (
 	// condition.
 	ReasonReserved    = "Reserved"
 	ReasonNotReserved = "NotReserved"
+	// ReasonSchedulingGated: the gang's minimum needs members whose
+	// schedulingGates are not all removed yet (the API server gives such a
+	// pod this reason too).
+	ReasonSchedulingGated = "SchedulingGated"
 )
 
 // verdict is the outcome of the latest cycle for one gang.
@@ -45,6 +49,9 @@ func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
 	}
 	if v.notAllowed {
 		return verdict{reason: ReasonQueueNotAllowed, message: st.Message()}
+	}
+	if v.heldByGates {
+		return verdict{reason: ReasonSchedulingGated, message: st.Message()}
 	}
 	msg, resv, reserved := reservationOf(st)
 	if reserved {
