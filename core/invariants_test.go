@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -252,6 +253,54 @@ func BenchmarkCycle5000NodesReservations(b *testing.B) {
 		}
 	}
 	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, s, 86400)
+}
+
+// BenchmarkCycle5000NodesPodConstraints is BenchmarkCycle5000Nodes with the
+// pods on the nodes listed (a few with anti-affinity of their own) and one
+// gang in five (of two members or more) keeping one member per node by pod
+// anti-affinity and spreading over zones with maxSkew 1.
+func BenchmarkCycle5000NodesPodConstraints(b *testing.B) {
+	s := randomSnapshot(42, 5000, 20000, 16)
+	addPodConstraints(s, 42, 5)
+	benchCycle(b, Config{}, s, 0)
+}
+
+// addPodConstraints lists pods on the used nodes of s, gives every node its
+// hostname label, and gives one gang in every (of two members or more)
+// one member per node and spread over zones.
+func addPodConstraints(s *Snapshot, seed uint64, every int) {
+	r := rand.New(rand.NewPCG(seed, 13))
+	avoid := &Constraints{PodAntiAffinity: []PodAffinityTerm{{Selector: &LabelSelector{
+		MatchLabels: map[string]string{"app": "metrics"}}, TopologyKey: "kubernetes.io/hostname"}}}
+	for n := range s.Nodes {
+		labels := maps.Clone(s.Nodes[n].Labels)
+		labels["kubernetes.io/hostname"] = s.Nodes[n].Name
+		s.Nodes[n].Labels = labels
+		for i := int64(0); i < s.Nodes[n].Used[Pods]; i++ {
+			p := Pod{Node: n, Namespace: "ns", Labels: map[string]string{"job": fmt.Sprintf("run%d", r.IntN(2000))}}
+			if r.IntN(20) == 0 {
+				p.Labels["app"], p.Constraints = "metrics", avoid
+			}
+			s.Pods = append(s.Pods, p)
+		}
+	}
+	for _, g := range s.Gangs {
+		if len(g.Pending) < 2 || r.IntN(every) != 0 {
+			continue
+		}
+		sel := &LabelSelector{MatchLabels: map[string]string{"job": g.ID}}
+		c := &Constraints{
+			PodAntiAffinity: []PodAffinityTerm{{Selector: sel, TopologyKey: "kubernetes.io/hostname"}},
+			Spread:          []SpreadConstraint{{MaxSkew: 1, TopologyKey: zone, Selector: sel}},
+		}
+		if old := g.Pending[0].Constraints; old != nil {
+			c.NodeSelector = old.NodeSelector
+		}
+		labels := map[string]string{"job": g.ID}
+		for i := range g.Pending {
+			g.Pending[i].Constraints, g.Pending[i].Namespace, g.Pending[i].Labels = c, "ns", labels
+		}
+	}
 }
 
 func benchCycle(b *testing.B, cfg Config, s *Snapshot, now int64) {

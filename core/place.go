@@ -154,11 +154,35 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 	if _, bad := c.unfit[key]; bad {
 		return -1, false
 	}
-	x, nodes := c.x, c.snap.Nodes
-	fits := func(n int) bool {
-		return r.Fits(x.free[n]) && filter(&nodes[n], m.Constraints) == feasible &&
-			(pc == nil || c.pods.checkNode(pc, n) == feasible) && c.pin.admits(m, n) && c.mayUse(n, r, t)
+	// A member with pod constraints and no other is at least as hard to
+	// place as a member without any: if such a member found no node, this
+	// one finds none either.
+	var plainKey shapeKey
+	plain := false
+	if c.pods != nil {
+		plainKey = shapeKey{req: r, c: c.pods.baseOf(m.Constraints), open: c.open, holder: c.holder}
+		plain = plainKey != key
 	}
+	if plain {
+		if _, bad := c.unfit[plainKey]; bad {
+			c.lastShape = plainKey
+			return -1, false
+		}
+	}
+	x, nodes := c.x, c.snap.Nodes
+	roomy := false // some node has the room and passes the node filters
+	fits := func(n int) bool {
+		if !r.Fits(x.free[n]) || filter(&nodes[n], m.Constraints) != feasible || !c.mayUse(n, r, t) {
+			return false
+		}
+		roomy = true
+		return (pc == nil || c.pods.checkNode(pc, n) == feasible) && c.pin.admits(m, n)
+	}
+	defer func() {
+		if plain && !roomy && c.lastShape == key {
+			c.rememberUnfit(plainKey, &Member{Request: m.Request, Constraints: plainKey.c}, r, t, nil)
+		}
+	}()
 	if c.cfg.Spread && sc == nil {
 		return c.spreadNode(key, m, r, t, fits)
 	}

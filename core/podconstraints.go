@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 )
 
@@ -59,6 +60,7 @@ type podIndex struct {
 	topo     map[string]*topoKey
 	// counters by what they count, and by probe.
 	counters  map[counterKey]*counter
+	sets      map[consNS]*counterSet
 	probes    map[pair][]*counter
 	keyProbes map[string][]*counter
 	always    []*counter
@@ -66,6 +68,14 @@ type podIndex struct {
 	// term: the pods it keeps away, in the domains where such pods are.
 	anti     map[termKey]*antiGroup
 	antiList []*antiGroup
+	// antiProbes and antiKeyProbes file the anti groups by a label every
+	// pod they select carries, as probes do counters; antiAlways holds
+	// those whose selector requires none.
+	antiProbes    map[pair][]*antiGroup
+	antiKeyProbes map[string][]*antiGroup
+	antiAlways    []*antiGroup
+	seen          []uint32 // anti group -> the prepare that last listed it
+	prepares      uint32
 	// ports, once a member has host ports, lists the ports in use by node.
 	ports [][]HostPort
 	// loosened counts the changes that may let a member fit where it did not:
@@ -74,6 +84,10 @@ type podIndex struct {
 	loosened uint32
 	check    podCheck
 	buf      []byte
+	// bases and baseByText intern the node-level part of constraints
+	// (baseOf).
+	bases      map[*Constraints]*Constraints
+	baseByText map[string]*Constraints
 }
 
 // hasPodTerms reports whether members with c need the pod index.
@@ -114,8 +128,9 @@ func newPodIndex(snap *Snapshot) *podIndex {
 		return nil
 	}
 	x := &podIndex{nodes: snap.Nodes, namespaces: snap.Namespaces, topo: map[string]*topoKey{},
-		counters: map[counterKey]*counter{}, probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
-		anti: map[termKey]*antiGroup{}}
+		counters: map[counterKey]*counter{}, sets: map[consNS]*counterSet{},
+		bases: map[*Constraints]*Constraints{}, baseByText: map[string]*Constraints{}, probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
+		anti: map[termKey]*antiGroup{}, antiProbes: map[pair][]*antiGroup{}, antiKeyProbes: map[string][]*antiGroup{}}
 	x.pods = make([]indexedPod, 0, len(snap.Pods)+64)
 	for i := range snap.Pods {
 		p := &snap.Pods[i]
@@ -240,12 +255,14 @@ type counterKey struct {
 type counter struct {
 	sel *LabelSelector
 	// term covers the namespaces of an affinity term, relative to own; a
-	// spread counts own's pods only.
-	term  *PodAffinityTerm
-	own   string
-	topo  *topoKey
-	count []int32 // by domain
-	total int32
+	// spread counts own's pods only. affinity: the term is required
+	// affinity, which more pods may satisfy.
+	term     *PodAffinityTerm
+	affinity bool
+	own      string
+	topo     *topoKey
+	count    []int32 // by domain
+	total    int32
 	// A spread counts pods on eligible nodes only (okNode, nil: every node
 	// with the key) and keeps the minimum over the eligible domains (okDom).
 	spread  bool
@@ -282,7 +299,7 @@ func (c *counter) bump(x *podIndex, node int32, delta int32) {
 	c.count[d] += delta
 	c.total += delta
 	if !c.spread {
-		if old == 0 && delta > 0 {
+		if c.affinity && old == 0 && delta > 0 {
 			x.loosened++
 		}
 		return
@@ -340,13 +357,14 @@ func (s *LabelSelector) matches(labels map[string]string) bool {
 	return true
 }
 
-// affinityCounter returns the counter of term declared in namespace own.
-func (x *podIndex) affinityCounter(t *PodAffinityTerm, own string) *counter {
+// affinityCounter returns the counter of term declared in namespace own, an
+// affinity term or an anti-affinity one.
+func (x *podIndex) affinityCounter(t *PodAffinityTerm, own string, affinity bool) *counter {
 	key := counterKey{term: t, ns: own}
 	if c := x.counters[key]; c != nil {
 		return c
 	}
-	c := &counter{sel: t.Selector, term: t, own: own, topo: x.topology(t.TopologyKey)}
+	c := &counter{sel: t.Selector, term: t, affinity: affinity, own: own, topo: x.topology(t.TopologyKey)}
 	c.count = make([]int32, c.topo.n)
 	x.register(key, c)
 	return c
@@ -369,9 +387,16 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 		keys = append(keys, x.topology(cons.Spread[i].TopologyKey))
 	}
 	plain := !s.HonorTaints && (s.IgnoreNodeAffinity || len(cons.NodeSelector) == 0 && len(cons.Affinity) == 0)
-	if !plain || len(keys) > 1 {
-		c.okNode = make([]bool, len(x.nodes))
+	if plain && len(keys) == 1 {
+		// Every node with the key counts: every domain is eligible.
+		for d := range c.okDom {
+			c.okDom[d] = true
+		}
+		c.domains, c.atMin = c.topo.n, c.topo.n
+		x.register(key, c)
+		return c
 	}
+	c.okNode = make([]bool, len(x.nodes))
 	for n := range x.nodes {
 		ok := true
 		for _, k := range keys {
@@ -380,9 +405,7 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 		if ok && !plain {
 			ok = eligible(&x.nodes[n], cons, !s.IgnoreNodeAffinity, s.HonorTaints)
 		}
-		if c.okNode != nil {
-			c.okNode[n] = ok
-		}
+		c.okNode[n] = ok
 		if ok {
 			c.okDom[c.topo.of[n]] = true
 		}
@@ -514,6 +537,18 @@ func (x *podIndex) antiGroupOf(t *PodAffinityTerm, ns string) *antiGroup {
 	g.count = make([]int32, g.topo.n)
 	x.anti[k] = g
 	x.antiList = append(x.antiList, g)
+	x.seen = append(x.seen, 0)
+	switch p, vals, ok := probe(t.Selector); {
+	case t.Selector == nil: // selects nothing
+	case !ok:
+		x.antiAlways = append(x.antiAlways, g)
+	case vals == nil:
+		x.antiKeyProbes[p] = append(x.antiKeyProbes[p], g)
+	default:
+		for _, v := range vals {
+			x.antiProbes[pair{p, v}] = append(x.antiProbes[pair{p, v}], g)
+		}
+	}
 	return g
 }
 
@@ -540,11 +575,30 @@ type spreadCheck struct {
 // prepare returns the checks m must pass, or nil when it has none.
 func (x *podIndex) prepare(m *Member) *podCheck {
 	pc := &x.check
-	pc.aff, pc.anti, pc.spread, pc.sym, pc.ports, pc.anchor, pc.sig = pc.aff[:0], pc.anti[:0], pc.spread[:0], pc.sym[:0], nil, false, ""
+	pc.aff, pc.anti, pc.spread, pc.sym, pc.ports, pc.anchor, pc.sig = nil, nil, pc.spread[:0], pc.sym[:0], nil, false, ""
 	x.buf = x.buf[:0]
-	for _, g := range x.antiList {
-		if x.covers(g.key.t, g.key.ns, m.Namespace) && g.key.t.Selector.matches(m.Labels) {
-			pc.sym = append(pc.sym, g)
+	if len(x.antiList) > 0 {
+		x.prepares++
+		consider := func(gs []*antiGroup) {
+			for _, g := range gs {
+				if x.seen[g.id] == x.prepares {
+					continue
+				}
+				x.seen[g.id] = x.prepares
+				if x.covers(g.key.t, g.key.ns, m.Namespace) && g.key.t.Selector.matches(m.Labels) {
+					pc.sym = append(pc.sym, g)
+				}
+			}
+		}
+		for k, v := range m.Labels {
+			consider(x.antiProbes[pair{k, v}])
+			consider(x.antiKeyProbes[k])
+		}
+		consider(x.antiAlways)
+		if len(pc.sym) > 1 {
+			slices.SortFunc(pc.sym, func(a, b *antiGroup) int { return cmp.Compare(a.id, b.id) })
+		}
+		for _, g := range pc.sym {
 			x.buf = append(x.buf, byte(g.id), byte(g.id>>8), byte(g.id>>16), byte(g.id>>24))
 		}
 	}
@@ -558,23 +612,20 @@ func (x *podIndex) prepare(m *Member) *podCheck {
 		}
 		return pc
 	}
+	cs := x.countersOf(c, m.Namespace)
 	if len(c.PodAffinity) > 0 {
 		zero, self := true, true
 		for i := range c.PodAffinity {
 			t := &c.PodAffinity[i]
-			ctr := x.affinityCounter(t, m.Namespace)
-			pc.aff = append(pc.aff, ctr)
-			zero = zero && ctr.total == 0
+			zero = zero && cs.aff[i].total == 0
 			self = self && x.covers(t, m.Namespace, m.Namespace) && t.Selector.matches(m.Labels)
 		}
-		pc.anchor = zero && self
+		pc.aff, pc.anchor = cs.aff, zero && self
 	}
-	for i := range c.PodAntiAffinity {
-		pc.anti = append(pc.anti, x.affinityCounter(&c.PodAntiAffinity[i], m.Namespace))
-	}
+	pc.anti = cs.anti
 	for i := range c.Spread {
 		s := &c.Spread[i]
-		sc := spreadCheck{c: x.spreadCounter(s, c, m.Namespace), maxSkew: max(s.MaxSkew, 1), minDomains: s.MinDomains}
+		sc := spreadCheck{c: cs.spread[i], maxSkew: max(s.MaxSkew, 1), minDomains: s.MinDomains}
 		if s.Selector.matches(m.Labels) {
 			sc.self = 1
 		}
@@ -592,6 +643,34 @@ func (x *podIndex) prepare(m *Member) *podCheck {
 		pc.ports = c.HostPorts
 	}
 	return pc
+}
+
+// consNS is a member's constraints in its namespace.
+type consNS struct {
+	c  *Constraints
+	ns string
+}
+
+// counterSet holds the counters of one consNS, in the order of its terms.
+type counterSet struct{ aff, anti, spread []*counter }
+
+func (x *podIndex) countersOf(c *Constraints, ns string) *counterSet {
+	k := consNS{c, ns}
+	if cs := x.sets[k]; cs != nil {
+		return cs
+	}
+	cs := &counterSet{}
+	for i := range c.PodAffinity {
+		cs.aff = append(cs.aff, x.affinityCounter(&c.PodAffinity[i], ns, true))
+	}
+	for i := range c.PodAntiAffinity {
+		cs.anti = append(cs.anti, x.affinityCounter(&c.PodAntiAffinity[i], ns, false))
+	}
+	for i := range c.Spread {
+		cs.spread = append(cs.spread, x.spreadCounter(&c.Spread[i], c, ns))
+	}
+	x.sets[k] = cs
+	return cs
 }
 
 // checkNode reports whether a member with checks pc may run on node n as far
@@ -760,4 +839,35 @@ func (c *cycle) alike(members []Member) bool {
 		}
 	}
 	return true
+}
+
+// onlyPodTerms reports whether c, if not nil, constrains nothing but the
+// member's relation to other pods.
+func (c *Constraints) onlyPodTerms() bool {
+	return c == nil || len(c.NodeSelector) == 0 && len(c.Affinity) == 0 && len(c.Tolerations) == 0 && len(c.VolumeAffinity) == 0
+}
+
+// baseOf returns the canonical constraints with c's node-level parts only
+// (nil when it has none): members of one request and base share the memo
+// entry that says no node has room for them, whatever their pod terms.
+func (x *podIndex) baseOf(c *Constraints) *Constraints {
+	if c.onlyPodTerms() {
+		return nil
+	}
+	if b, ok := x.bases[c]; ok {
+		return b
+	}
+	node := Constraints{NodeSelector: c.NodeSelector, Affinity: c.Affinity, Tolerations: c.Tolerations, VolumeAffinity: c.VolumeAffinity}
+	text := fmt.Sprint(node.NodeSelector, node.Affinity, node.Tolerations, node.VolumeAffinity)
+	b := x.baseByText[text]
+	if b == nil {
+		if !c.hasPodTerms() {
+			b = c
+		} else {
+			b = &node
+		}
+		x.baseByText[text] = b
+	}
+	x.bases[c] = b
+	return b
 }
