@@ -29,7 +29,8 @@ type Eviction struct {
 // Plan is what a cycle decided. The caller carries it out through its own
 // executor and reports the results back as state in the next snapshot.
 type Plan struct {
-	// Binds in the order they were decided; a gang's binds are contiguous.
+	// Binds in the order they were decided: a gang's minimum is contiguous;
+	// its elastic members come after every gang's minimum.
 	Binds []Bind
 	// Evictions in the order they were decided; a victim gang's evictions
 	// are contiguous.

@@ -87,6 +87,7 @@ type podIndex struct {
 	// bases and baseByText intern the node-level part of constraints
 	// (baseOf).
 	bases      map[*Constraints]*Constraints
+	eligible   map[eligibleKey]*eligibleNodes
 	baseByText map[string]*Constraints
 }
 
@@ -129,7 +130,7 @@ func newPodIndex(snap *Snapshot) *podIndex {
 	}
 	x := &podIndex{nodes: snap.Nodes, namespaces: snap.Namespaces, topo: map[string]*topoKey{},
 		counters: map[counterKey]*counter{}, sets: map[consNS]*counterSet{},
-		bases: map[*Constraints]*Constraints{}, baseByText: map[string]*Constraints{}, probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
+		bases: map[*Constraints]*Constraints{}, eligible: map[eligibleKey]*eligibleNodes{}, baseByText: map[string]*Constraints{}, probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
 		anti: map[termKey]*antiGroup{}, antiProbes: map[pair][]*antiGroup{}, antiKeyProbes: map[string][]*antiGroup{}}
 	x.pods = make([]indexedPod, 0, len(snap.Pods)+64)
 	for i := range snap.Pods {
@@ -259,10 +260,13 @@ type counter struct {
 	// affinity, which more pods may satisfy.
 	term     *PodAffinityTerm
 	affinity bool
-	own      string
-	topo     *topoKey
-	count    []int32 // by domain
-	total    int32
+	// conj, for affinity, is every affinity term of the member: a pod
+	// counts only if it matches them all.
+	conj  []PodAffinityTerm
+	own   string
+	topo  *topoKey
+	count []int32 // by domain
+	total int32
 	// A spread counts pods on eligible nodes only (okNode, nil: every node
 	// with the key) and keeps the minimum over the eligible domains (okDom).
 	spread  bool
@@ -274,6 +278,16 @@ type counter struct {
 }
 
 func (c *counter) selects(x *podIndex, p *indexedPod) bool {
+	if c.conj != nil {
+		// A pod counts for required affinity only if it matches every
+		// term of the member's, as kube-scheduler counts it.
+		for i := range c.conj {
+			if !x.covers(&c.conj[i], c.own, p.ns) || !c.conj[i].Selector.matches(p.labels) {
+				return false
+			}
+		}
+		return true
+	}
 	if c.term != nil {
 		if !x.covers(c.term, c.own, p.ns) {
 			return false
@@ -357,14 +371,15 @@ func (s *LabelSelector) matches(labels map[string]string) bool {
 	return true
 }
 
-// affinityCounter returns the counter of term declared in namespace own, an
-// affinity term or an anti-affinity one.
-func (x *podIndex) affinityCounter(t *PodAffinityTerm, own string, affinity bool) *counter {
+// affinityCounter returns the counter of term declared in namespace own: an
+// anti-affinity term (conj nil), or an affinity term of the member's
+// affinity terms conj.
+func (x *podIndex) affinityCounter(t *PodAffinityTerm, own string, conj []PodAffinityTerm) *counter {
 	key := counterKey{term: t, ns: own}
 	if c := x.counters[key]; c != nil {
 		return c
 	}
-	c := &counter{sel: t.Selector, term: t, affinity: affinity, own: own, topo: x.topology(t.TopologyKey)}
+	c := &counter{sel: t.Selector, term: t, affinity: conj != nil, conj: conj, own: own, topo: x.topology(t.TopologyKey)}
 	c.count = make([]int32, c.topo.n)
 	x.register(key, c)
 	return c
@@ -379,7 +394,6 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 	}
 	c := &counter{sel: s.Selector, own: own, topo: x.topology(s.TopologyKey), spread: true}
 	c.count = make([]int32, c.topo.n)
-	c.okDom = make([]bool, c.topo.n)
 	// Eligible nodes carry every spread key of the member and, unless the
 	// policies say otherwise, pass its node affinity (not its taints).
 	var keys []*topoKey
@@ -389,6 +403,7 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 	plain := !s.HonorTaints && (s.IgnoreNodeAffinity || len(cons.NodeSelector) == 0 && len(cons.Affinity) == 0)
 	if plain && len(keys) == 1 {
 		// Every node with the key counts: every domain is eligible.
+		c.okDom = make([]bool, c.topo.n)
 		for d := range c.okDom {
 			c.okDom[d] = true
 		}
@@ -396,28 +411,59 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 		x.register(key, c)
 		return c
 	}
-	c.okNode = make([]bool, len(x.nodes))
-	for n := range x.nodes {
-		ok := true
-		for _, k := range keys {
-			ok = ok && k.of[n] >= 0
-		}
-		if ok && !plain {
-			ok = eligible(&x.nodes[n], cons, !s.IgnoreNodeAffinity, s.HonorTaints)
-		}
-		c.okNode[n] = ok
-		if ok {
-			c.okDom[c.topo.of[n]] = true
-		}
-	}
-	for _, ok := range c.okDom {
-		if ok {
-			c.domains++
-		}
-	}
+	e := x.eligibility(cons, keys, s)
+	c.okNode, c.okDom, c.domains = e.okNode, e.okDom, e.domains
 	c.atMin = c.domains
 	x.register(key, c)
 	return c
+}
+
+// eligibleKey identifies the nodes a spread counts: those with all keys
+// that pass the node-level constraints base under the policies.
+type eligibleKey struct {
+	base             *Constraints
+	keys             string
+	affinity, taints bool
+}
+
+type eligibleNodes struct {
+	okNode  []bool
+	okDom   []bool
+	domains int32
+}
+
+// eligibility returns the nodes and domains (of s's key) a spread of a
+// member with constraints cons counts, shared by the members whose
+// node-level constraints are the same.
+func (x *podIndex) eligibility(cons *Constraints, keys []*topoKey, s *SpreadConstraint) *eligibleNodes {
+	names := make([]string, len(cons.Spread))
+	for i := range cons.Spread {
+		names[i] = cons.Spread[i].TopologyKey
+	}
+	k := eligibleKey{base: x.baseOf(cons), keys: fmt.Sprint(names, s.TopologyKey), affinity: !s.IgnoreNodeAffinity, taints: s.HonorTaints}
+	if e := x.eligible[k]; e != nil {
+		return e
+	}
+	tk := x.topology(s.TopologyKey)
+	e := &eligibleNodes{okNode: make([]bool, len(x.nodes)), okDom: make([]bool, tk.n)}
+	for n := range x.nodes {
+		ok := true
+		for _, key := range keys {
+			ok = ok && key.of[n] >= 0
+		}
+		ok = ok && eligible(&x.nodes[n], cons, k.affinity, k.taints)
+		e.okNode[n] = ok
+		if ok {
+			e.okDom[tk.of[n]] = true
+		}
+	}
+	for _, ok := range e.okDom {
+		if ok {
+			e.domains++
+		}
+	}
+	x.eligible[k] = e
+	return e
 }
 
 // eligible applies the parts of filter a spread's policies name.
@@ -661,10 +707,10 @@ func (x *podIndex) countersOf(c *Constraints, ns string) *counterSet {
 	}
 	cs := &counterSet{}
 	for i := range c.PodAffinity {
-		cs.aff = append(cs.aff, x.affinityCounter(&c.PodAffinity[i], ns, true))
+		cs.aff = append(cs.aff, x.affinityCounter(&c.PodAffinity[i], ns, c.PodAffinity))
 	}
 	for i := range c.PodAntiAffinity {
-		cs.anti = append(cs.anti, x.affinityCounter(&c.PodAntiAffinity[i], ns, false))
+		cs.anti = append(cs.anti, x.affinityCounter(&c.PodAntiAffinity[i], ns, nil))
 	}
 	for i := range c.Spread {
 		cs.spread = append(cs.spread, x.spreadCounter(&c.Spread[i], c, ns))
