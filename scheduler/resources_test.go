@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"sort"
 	"strings"
 	"testing"
 
@@ -197,4 +198,154 @@ func TestOverflowingRequestsWait(t *testing.T) {
 	if diff := cmp.Diff([]string{"fine"}, bound); diff != "" {
 		t.Errorf("bound pods (-want +got):\n%s", diff)
 	}
+}
+
+// Sidecar adds a restartable init container (restartPolicy Always).
+func (b *podBuilder) Sidecar(requests corev1.ResourceList) *podBuilder {
+	always := corev1.ContainerRestartPolicyAlways
+	b.p.Spec.InitContainers = append(b.p.Spec.InitContainers, corev1.Container{Name: "sidecar",
+		Resources: corev1.ResourceRequirements{Requests: requests}, RestartPolicy: &always})
+	return b
+}
+
+// PodLevel sets the pod-level requests (spec.resources).
+func (b *podBuilder) PodLevel(requests corev1.ResourceList) *podBuilder {
+	b.p.Spec.Resources = &corev1.ResourceRequirements{Requests: requests}
+	return b
+}
+
+// TestEffectiveRequests: what a pod asks of its node is what runs at once
+// at its busiest: the containers with the sidecars, or an init container
+// with the sidecars declared before it; pod-level requests replace the sum
+// for cpu and memory; the overhead is added.
+func TestEffectiveRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want corev1.ResourceList
+	}{
+		{name: "containers sum", pod: testPod("p").Containers(rl("cpu", "1"), rl("cpu", "2", "memory", "1Gi")).Obj(),
+			want: rl("cpu", "3", "memory", "1Gi")},
+		{name: "a larger init container", pod: testPod("p").Containers(rl("cpu", "1")).Init(rl("cpu", "3")).Obj(),
+			want: rl("cpu", "3")},
+		{name: "a sidecar runs beside the containers", pod: testPod("p").Containers(rl("cpu", "1")).Sidecar(rl("cpu", "2")).Obj(),
+			want: rl("cpu", "3")},
+		// The init container runs with the sidecar declared before it:
+		// 3 + 1 = 4 beats containers and sidecar, 1 + 1 = 2.
+		{name: "init after a sidecar", pod: testPod("p").Containers(rl("cpu", "1")).Sidecar(rl("cpu", "1")).Init(rl("cpu", "3")).Obj(),
+			want: rl("cpu", "4")},
+		// Declared before the sidecar, the init container runs alone: 3.
+		{name: "init before a sidecar", pod: testPod("p").Containers(rl("cpu", "1")).Init(rl("cpu", "3")).Sidecar(rl("cpu", "1")).Obj(),
+			want: rl("cpu", "3")},
+		// Two sidecars and a GPU init container after the first one only.
+		{name: "per resource", pod: testPod("p").Containers(rl("cpu", "1", "memory", "1Gi")).
+			Sidecar(rl("memory", "2Gi")).Init(rl("memory", "4Gi", "nvidia.com/gpu", "1")).Sidecar(rl("cpu", "500m")).Obj(),
+			want: rl("cpu", "1500m", "memory", "6Gi", "nvidia.com/gpu", "1")},
+		{name: "overhead", pod: testPod("p").Containers(rl("cpu", "1")).Sidecar(rl("cpu", "1")).Overhead(rl("cpu", "250m", "memory", "100Mi")).Obj(),
+			want: rl("cpu", "2250m", "memory", "100Mi")},
+		{name: "pod-level requests replace cpu and memory", pod: testPod("p").Containers(rl("cpu", "1", "memory", "1Gi", "ephemeral-storage", "1Gi")).
+			PodLevel(rl("cpu", "4", "memory", "8Gi")).Overhead(rl("cpu", "1")).Obj(),
+			want: rl("cpu", "5", "memory", "8Gi", "ephemeral-storage", "1Gi")},
+		{name: "hugepages and ephemeral-storage", pod: testPod("p").Containers(rl("hugepages-2Mi", "512Mi", "ephemeral-storage", "10Gi")).
+			Init(rl("ephemeral-storage", "20Gi")).Obj(),
+			want: rl("hugepages-2Mi", "512Mi", "ephemeral-storage", "20Gi")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := podRequests(tc.pod)
+			if !equalLists(got, tc.want) {
+				t.Errorf("podRequests = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// equalLists compares ResourceLists by amount, whatever their formats.
+func equalLists(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if w, ok := b[name]; !ok || q.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// storageNode is a ready node that reports, as real ones do,
+// ephemeral-storage and hugepages (of which it has none of one size).
+func storageNode(name string) *corev1.Node {
+	n := bigNode(name)
+	n.Status.Allocatable = rl("cpu", "64", "memory", "512Gi", "pods", "110", "nvidia.com/gpu", "8",
+		"ephemeral-storage", "100Gi", "hugepages-1Gi", "0", "hugepages-2Mi", "1Gi", "example.com/fpga", "2")
+	return n
+}
+
+// TestResourcesOnDemand: a resource gets a dimension only when a pod of
+// ours asks for it, so nodes that report many resources use none; once it
+// has one, the node's allocatable and what the pods already bound there
+// hold (those of another scheduler too) count on it.
+func TestResourcesOnDemand(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	s.SetNode(storageNode("n1"))
+	// A pod of another scheduler uses 30Gi of n1's disk before any pod of
+	// ours asks for disk.
+	s.SetPod(testPod("daemon").Scheduler("default-scheduler").Containers(rl("ephemeral-storage", "30Gi")).On("n1", corev1.PodRunning).Obj())
+	snap, _ := s.Snapshot()
+	if diff := cmp.Diff(core.ResourceNames{"cpu", "memory", "pods"}, snap.Resources); diff != "" {
+		t.Fatalf("dimensions before any pod asks (-want +got):\n%s", diff)
+	}
+
+	s.SetPod(testPod("big-disk").Containers(rl("cpu", "1", "ephemeral-storage", "80Gi")).Obj())
+	s.SetPod(testPod("small-disk").Containers(rl("cpu", "1", "ephemeral-storage", "70Gi")).Obj())
+	s.SetPod(testPod("pages").Containers(rl("hugepages-2Mi", "512Mi")).Obj())
+	s.SetPod(testPod("fpga").Containers(rl("example.com/fpga", "3")).Obj())
+	snap, _ = s.Snapshot()
+	disk := snap.Resources.Index("ephemeral-storage")
+	if disk < 0 || snap.Resources.Index("hugepages-2Mi") < 0 || snap.Resources.Index("example.com/fpga") < 0 {
+		t.Fatalf("requested resources have no dimension: %v", snap.Resources)
+	}
+	if snap.Resources.Index("hugepages-1Gi") >= 0 || snap.Resources.Index("nvidia.com/gpu") >= 0 {
+		t.Errorf("resources no pod asks for got dimensions: %v", snap.Resources)
+	}
+	if got, want := snap.Nodes[0].Allocatable[disk], int64(100<<30); got != want {
+		t.Errorf("n1's ephemeral-storage = %d, want %d", got, want)
+	}
+	if got, want := snap.Nodes[0].Used[disk], int64(30<<30); got != want {
+		t.Errorf("n1 uses %d of ephemeral-storage, want %d (the other scheduler's pod)", got, want)
+	}
+	plan, diag := newCore(t).RunCycle(snap, 1000)
+	var bound []string
+	for _, b := range plan.Binds {
+		bound = append(bound, b.Member)
+	}
+	// 30Gi + 70Gi fill the disk: big-disk waits; 3 FPGAs never fit in 2.
+	if diff := cmp.Diff([]string{"pages", "small-disk"}, sorted(bound)); diff != "" {
+		t.Errorf("bound (-want +got):\n%s", diff)
+	}
+	waiting := map[string]string{}
+	for _, st := range diag.Pending {
+		waiting[st.Gang] = st.Message()
+	}
+	if msg := waiting["ns/big-disk#pod"]; !strings.Contains(msg, "ephemeral-storage") {
+		t.Errorf("big-disk waits with %q, want a message naming ephemeral-storage", msg)
+	}
+	if msg := waiting["ns/fpga#pod"]; !strings.Contains(msg, "example.com/fpga") {
+		t.Errorf("fpga waits with %q, want a message naming example.com/fpga", msg)
+	}
+
+	// The other scheduler's pod ends: its room is given back on the
+	// dimension it got after it was bound.
+	s.DeletePod("uid-daemon")
+	snap, _ = s.Snapshot()
+	if got := snap.Nodes[0].Used[disk]; got != 0 {
+		t.Errorf("after the other pod left, n1 uses %d of ephemeral-storage, want 0", got)
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }

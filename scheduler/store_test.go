@@ -367,3 +367,44 @@ func TestDeletedPodGroupKeepsMinMember(t *testing.T) {
 		t.Errorf("a new pod of the deleted PodGroup's name: %+v", g)
 	}
 }
+
+// TestPodsWithNodeNameUseRoom: a pod created with spec.nodeName set is
+// bound already, whichever scheduler it names: it is never placed, and what
+// it requests counts against its node, so a waiting member that would fit
+// only without it waits.
+func TestPodsWithNodeNameUseRoom(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	s.SetNode(testNode("n1", 4))
+	s.SetNode(testNode("n2", 4))
+	// Neither has started: the kubelet has not seen them yet.
+	s.SetPod(testPod("ours-pinned").GPUs(3).On("n1", corev1.PodPending).Obj())
+	s.SetPod(testPod("theirs-pinned").Scheduler("default-scheduler").GPUs(2).On("n2", corev1.PodPending).Obj())
+	s.SetPod(testPod("waiting").GPUs(3).Obj())
+
+	snap, _ := s.Snapshot()
+	gpu := snap.Resources.Index("nvidia.com/gpu")
+	used := map[string]int64{}
+	for _, n := range snap.Nodes {
+		used[n.Name] = n.Used[gpu]
+	}
+	if diff := cmp.Diff(map[string]int64{"n1": 3, "n2": 2}, used); diff != "" {
+		t.Errorf("GPUs used (-want +got):\n%s", diff)
+	}
+	for _, g := range snap.Gangs {
+		if g.ID != "ns/waiting#pod" {
+			t.Errorf("gang %s is pending, want only ns/waiting#pod", g.ID)
+		}
+	}
+	plan, diag := newCore(t).RunCycle(snap, 1000)
+	if len(plan.Binds) != 0 || len(diag.Pending) != 1 {
+		t.Errorf("binds %v, pending %v: want waiting to wait, 3 GPUs free on no node", plan.Binds, diag.Pending)
+	}
+	// The pinned pod of ours leaves: waiting fits on n1.
+	s.DeletePod("uid-ours-pinned")
+	snap, _ = s.Snapshot()
+	plan, _ = newCore(t).RunCycle(snap, 1001)
+	if len(plan.Binds) != 1 || plan.Binds[0].Node != "n1" {
+		t.Errorf("binds %v, want waiting on n1", plan.Binds)
+	}
+}
