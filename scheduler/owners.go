@@ -38,7 +38,14 @@ import (
 //     spec.startupPolicy.startupPolicyOrder InOrder the JobSet controller
 //     creates a replicated job only once the previous one is ready, so each
 //     replicated job is a gang of its own (pod label
-//     jobset.sigs.k8s.io/replicatedjob-name).
+//     jobset.sigs.k8s.io/replicatedjob-name). With exclusive placement
+//     (annotation alpha.jobset.sigs.k8s.io/exclusive-topology on the
+//     JobSet or a replicated job's template, without
+//     alpha.jobset.sigs.k8s.io/node-selector), JobSet's webhooks admit a
+//     job's followers only once its leader (completion index 0) is bound,
+//     and pin them to the leader's domain: the gang's minimum is then the
+//     leaders, one a job, placed together in their exclusive domains, and
+//     the followers join as they come.
 //   - LeaderWorkerSet (leaderworkerset.x-k8s.io/v1; pod labels
 //     leaderworkerset.sigs.k8s.io/name and /group-index): one gang per group,
 //     minMember = the pods' annotation leaderworkerset.sigs.k8s.io/size.
@@ -77,15 +84,17 @@ import (
 
 // Keys the workload controllers write on their pods.
 const (
-	labelJobSetName          = "jobset.sigs.k8s.io/jobset-name"
-	labelJobSetReplicatedJob = "jobset.sigs.k8s.io/replicatedjob-name"
-	labelLWSName             = "leaderworkerset.sigs.k8s.io/name"
-	labelLWSGroupIndex       = "leaderworkerset.sigs.k8s.io/group-index"
-	annotationLWSSize        = "leaderworkerset.sigs.k8s.io/size"
-	labelKubeflowJobName     = "training.kubeflow.org/job-name"
-	labelKubeflowOperator    = "training.kubeflow.org/operator-name"
-	labelRayCluster          = "ray.io/cluster"
-	annotationJobIndex       = batchv1.JobCompletionIndexAnnotation // batch.kubernetes.io/job-completion-index
+	labelJobSetName           = "jobset.sigs.k8s.io/jobset-name"
+	labelJobSetReplicatedJob  = "jobset.sigs.k8s.io/replicatedjob-name"
+	annotationJobSetExclusive = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+	annotationJobSetNodeSel   = "alpha.jobset.sigs.k8s.io/node-selector"
+	labelLWSName              = "leaderworkerset.sigs.k8s.io/name"
+	labelLWSGroupIndex        = "leaderworkerset.sigs.k8s.io/group-index"
+	annotationLWSSize         = "leaderworkerset.sigs.k8s.io/size"
+	labelKubeflowJobName      = "training.kubeflow.org/job-name"
+	labelKubeflowOperator     = "training.kubeflow.org/operator-name"
+	labelRayCluster           = "ray.io/cluster"
+	annotationJobIndex        = batchv1.JobCompletionIndexAnnotation // batch.kubernetes.io/job-completion-index
 )
 
 // What Phalanx writes on the PodGroups it derives.
@@ -166,6 +175,10 @@ type ownerObject struct {
 	// a gang, of parts[name] members.
 	inOrder bool
 	parts   map[string]int32
+	// leaders counts the jobs with exclusive placement, by replicated job
+	// and in all.
+	leaders     int64
+	leaderParts map[string]int32
 }
 
 // jobInfo is what the store keeps of a batch Job.
@@ -354,12 +367,22 @@ func (s *Store) deriveJobSet(pod *corev1.Pod, js string) *derivation {
 	d := &derivation{owner: ownerRef{apiVersion: "jobset.x-k8s.io/v1alpha2", kind: kindJobSet, namespace: pod.Namespace, name: js},
 		pgName: derivedName("jobset", js)}
 	o := s.ownerObject(d, "jobset.x-k8s.io", true)
-	if o == nil || !o.inOrder || o.problem != "" {
+	if o == nil || o.problem != "" {
+		return d
+	}
+	leadersFirst := pod.Annotations[annotationJobSetExclusive] != "" && pod.Annotations[annotationJobSetNodeSel] == ""
+	if !o.inOrder {
+		if leadersFirst {
+			d.min, d.problem = checkMin("its exclusive placement (one leader a job)", o.leaders)
+		}
 		return d
 	}
 	rj := pod.Labels[labelJobSetReplicatedJob]
 	d.pgName = derivedName("jobset", js, rj)
 	n, ok := o.parts[rj]
+	if leadersFirst {
+		n, ok = o.leaderParts[rj]
+	}
 	if !ok {
 		d.min, d.problem = 0, fmt.Sprintf("pod %s: JobSet %s/%s has no replicated job %q", pod.Name, pod.Namespace, js, rj)
 		return d
@@ -648,6 +671,9 @@ type jobSetSpec struct {
 		Name     string `json:"name"`
 		Replicas *int32 `json:"replicas,omitempty"`
 		Template struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"metadata"`
 			Spec struct {
 				Parallelism *int32 `json:"parallelism,omitempty"`
 				Completions *int32 `json:"completions,omitempty"`
@@ -723,7 +749,8 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 			return o
 		}
 		o.inOrder = js.StartupPolicy != nil && js.StartupPolicy.StartupPolicyOrder == "InOrder"
-		o.parts = map[string]int32{}
+		o.parts, o.leaderParts = map[string]int32{}, map[string]int32{}
+		exclusive := u.GetAnnotations()[annotationJobSetExclusive] != ""
 		for i, rj := range js.ReplicatedJobs {
 			path := fmt.Sprintf("spec.replicatedJobs[%d]", i)
 			replicas, pods := int64(1), int64(1)
@@ -748,6 +775,10 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 			}
 			part := replicas * pods // both within int32: no overflow
 			o.parts[rj.Name] = int32(min(part, math.MaxInt32))
+			if exclusive || rj.Template.Metadata.Annotations[annotationJobSetExclusive] != "" {
+				o.leaderParts[rj.Name] = int32(replicas)
+				o.leaders += replicas
+			}
 			c.sum = min(c.sum+part, 1<<40)
 		}
 		n = c.sum

@@ -584,3 +584,61 @@ func FuzzOwnerSpec(f *testing.F) {
 		}
 	})
 }
+
+// TestOwnerJobSetExclusive: with exclusive placement, JobSet's webhooks
+// admit a job's followers only once its leader is bound, so the gang's
+// minimum is the leaders, one a job; without it, every pod.
+func TestOwnerJobSetExclusive(t *testing.T) {
+	jobset := ownerKindOf(t, "JobSet", "v1alpha2")
+	l := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	jobRef := func(name string) *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: types.UID("uid-job-" + name)}
+	}
+	spec := `{"replicatedJobs":[{"name":"w","replicas":3,"template":{"spec":{"parallelism":4,"completions":4}}},` +
+		`{"name":"d","template":{"metadata":{"annotations":{"alpha.jobset.sigs.k8s.io/exclusive-topology":"rack"}},"spec":{"parallelism":2}}}]}`
+	for _, tc := range []struct {
+		name        string
+		jobSetAnnot map[string]string
+		podAnnot    map[string]string
+		inOrder     bool
+		gang        string
+		want        string
+	}{
+		{"exclusive on the JobSet: a leader a job", l(annotationJobSetExclusive, "rack"), l(annotationJobSetExclusive, "rack"), false,
+			"ns/jobset-js", "(minMember 4)"},
+		{"without exclusive placement: every pod", nil, nil, false, "ns/jobset-js", "(minMember 14)"},
+		{"the node-selector strategy admits every pod at once", l(annotationJobSetExclusive, "rack", annotationJobSetNodeSel, "true"),
+			l(annotationJobSetExclusive, "rack", annotationJobSetNodeSel, "true"), false, "ns/jobset-js", "(minMember 14)"},
+		{"in order, exclusive on one replicated job: its leaders", nil, l(annotationJobSetExclusive, "rack"), true,
+			"ns/" + derivedName("jobset", "js", "d"), "(minMember 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore([]string{"phalanx"})
+			s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+			sp := spec
+			if tc.inOrder {
+				sp = `{"startupPolicy":{"startupPolicyOrder":"InOrder"},` + spec[1:]
+			}
+			u := ownerObj(t, jobset, "js", sp)
+			u.SetAnnotations(tc.jobSetAnnot)
+			s.SetOwner(jobset.gvr, jobset.kind, u)
+			annot := l(annotationJobIndex, "0")
+			for k, v := range tc.podAnnot {
+				annot[k] = v
+			}
+			s.SetPod(ownedPod("js-d-0-0", jobRef("js-d-0"), l(labelJobSetName, "js", labelJobSetReplicatedJob, "d"), annot))
+			if got := gangOf(s, "js-d-0-0"); got != tc.gang {
+				t.Fatalf("gang %q, want %q", got, tc.gang)
+			}
+			if v := viewOf(t, s, tc.gang); !strings.Contains(v.invalid, tc.want) {
+				t.Errorf("gang says %q, want %q", v.invalid, tc.want)
+			}
+		})
+	}
+}
