@@ -172,11 +172,17 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 	x, nodes := c.x, c.snap.Nodes
 	roomy := false // some node has the room and passes the node filters
 	fits := func(n int) bool {
-		if !r.Fits(x.free[n]) || filter(&nodes[n], m.Constraints) != feasible || !c.mayUse(n, r, t) {
+		if !r.Fits(x.free[n]) {
+			return false
+		}
+		// The pod checks first, as they are cheaper than the node filters,
+		// which a node they refuse needs only while none had room.
+		others := pc == nil || c.pods.checkNode(pc, n) == feasible && c.pin.admits(m, n)
+		if !others && roomy || filter(&nodes[n], m.Constraints) != feasible || !c.mayUse(n, r, t) {
 			return false
 		}
 		roomy = true
-		return (pc == nil || c.pods.checkNode(pc, n) == feasible) && c.pin.admits(m, n)
+		return others
 	}
 	defer func() {
 		if plain && !roomy && c.lastShape == key {

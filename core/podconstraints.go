@@ -184,7 +184,7 @@ func (x *podIndex) add(p indexedPod) {
 	for t := range p.cons.PodAntiAffinity {
 		g := x.antiGroupOf(&p.cons.PodAntiAffinity[t], p.ns)
 		if d := g.topo.of[p.node]; d >= 0 {
-			g.count[d]++
+			g.count.add(d, 1)
 		}
 	}
 	if x.ports != nil && len(p.cons.HostPorts) > 0 {
@@ -212,7 +212,7 @@ func (x *podIndex) pop() {
 	for t := range p.cons.PodAntiAffinity {
 		g := x.anti[termKey{&p.cons.PodAntiAffinity[t], p.ns}]
 		if d := g.topo.of[p.node]; d >= 0 {
-			g.count[d]--
+			g.count.add(d, -1)
 		}
 	}
 	if x.ports != nil && len(p.cons.HostPorts) > 0 {
@@ -265,7 +265,7 @@ type counter struct {
 	conj  []PodAffinityTerm
 	own   string
 	topo  *topoKey
-	count []int32 // by domain
+	count domainCounts
 	total int32
 	// A spread counts pods on eligible nodes only (okNode, nil: every node
 	// with the key) and keeps the minimum over the eligible domains (okDom).
@@ -309,8 +309,8 @@ func (c *counter) bump(x *podIndex, node int32, delta int32) {
 	if d < 0 || c.okNode != nil && !c.okNode[node] {
 		return
 	}
-	old := c.count[d]
-	c.count[d] += delta
+	old := c.count.get(d)
+	c.count.add(d, delta)
 	c.total += delta
 	if !c.spread {
 		if c.affinity && old == 0 && delta > 0 {
@@ -335,7 +335,7 @@ func (c *counter) bump(x *podIndex, node int32, delta int32) {
 // recount finds how many eligible domains hold the minimum.
 func (c *counter) recount() {
 	c.atMin = 0
-	for d, n := range c.count {
+	for d, n := range c.count.dense {
 		if c.okDom[d] && n == c.min {
 			c.atMin++
 		}
@@ -380,7 +380,7 @@ func (x *podIndex) affinityCounter(t *PodAffinityTerm, own string, conj []PodAff
 		return c
 	}
 	c := &counter{sel: t.Selector, term: t, affinity: conj != nil, conj: conj, own: own, topo: x.topology(t.TopologyKey)}
-	c.count = make([]int32, c.topo.n)
+	c.count = newDomainCounts(c.topo.n, false)
 	x.register(key, c)
 	return c
 }
@@ -393,7 +393,7 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 		return c
 	}
 	c := &counter{sel: s.Selector, own: own, topo: x.topology(s.TopologyKey), spread: true}
-	c.count = make([]int32, c.topo.n)
+	c.count = newDomainCounts(c.topo.n, true)
 	// Eligible nodes carry every spread key of the member and, unless the
 	// policies say otherwise, pass its node affinity (not its taints).
 	var keys []*topoKey
@@ -571,7 +571,7 @@ type antiGroup struct {
 	id    int32
 	key   termKey
 	topo  *topoKey
-	count []int32
+	count domainCounts
 }
 
 func (x *podIndex) antiGroupOf(t *PodAffinityTerm, ns string) *antiGroup {
@@ -580,7 +580,7 @@ func (x *podIndex) antiGroupOf(t *PodAffinityTerm, ns string) *antiGroup {
 		return g
 	}
 	g := &antiGroup{id: int32(len(x.antiList)), key: k, topo: x.topology(t.TopologyKey)}
-	g.count = make([]int32, g.topo.n)
+	g.count = newDomainCounts(g.topo.n, false)
 	x.anti[k] = g
 	x.antiList = append(x.antiList, g)
 	x.seen = append(x.seen, 0)
@@ -727,17 +727,17 @@ func (x *podIndex) checkNode(pc *podCheck, n int) filterResult {
 		if d < 0 {
 			return filteredPodAffinity
 		}
-		if c.count[d] == 0 && !pc.anchor {
+		if c.count.get(d) == 0 && !pc.anchor {
 			return filteredPodAffinity
 		}
 	}
 	for _, c := range pc.anti {
-		if d := c.topo.of[n]; d >= 0 && c.count[d] > 0 {
+		if d := c.topo.of[n]; d >= 0 && c.count.get(d) > 0 {
 			return filteredPodAntiAffinity
 		}
 	}
 	for _, g := range pc.sym {
-		if d := g.topo.of[n]; d >= 0 && g.count[d] > 0 {
+		if d := g.topo.of[n]; d >= 0 && g.count.get(d) > 0 {
 			return filteredPodAntiAffinity
 		}
 	}
@@ -751,7 +751,7 @@ func (x *podIndex) checkNode(pc *podCheck, n int) filterResult {
 		if s.c.domains < s.minDomains {
 			low = 0
 		}
-		if s.c.count[d]+s.self-low > s.maxSkew {
+		if s.c.count.dense[d]+s.self-low > s.maxSkew {
 			return filteredSpread
 		}
 	}
@@ -916,4 +916,41 @@ func (x *podIndex) baseOf(c *Constraints) *Constraints {
 	}
 	x.bases[c] = b
 	return b
+}
+
+// domainCounts counts pods by domain: in a slice, or, for a key of many
+// domains (a node's hostname) where a term counts few pods, in a map.
+type domainCounts struct {
+	dense  []int32
+	sparse map[int32]int32
+}
+
+// sparseFrom is the number of domains from which counts that need not be
+// dense are kept in a map.
+const sparseFrom = 512
+
+func newDomainCounts(n int32, dense bool) domainCounts {
+	if dense || n < sparseFrom {
+		return domainCounts{dense: make([]int32, n)}
+	}
+	return domainCounts{sparse: map[int32]int32{}}
+}
+
+func (c *domainCounts) get(d int32) int32 {
+	if c.dense != nil {
+		return c.dense[d]
+	}
+	return c.sparse[d]
+}
+
+func (c *domainCounts) add(d, delta int32) {
+	if c.dense != nil {
+		c.dense[d] += delta
+		return
+	}
+	if v := c.sparse[d] + delta; v != 0 {
+		c.sparse[d] = v
+	} else {
+		delete(c.sparse, d)
+	}
 }
