@@ -811,8 +811,8 @@ const maxAnchorTries = 32
 // constraints are pinned to one domain of the first term's key at a time,
 // those with the most free accelerators (or cpu) first.
 func (c *cycle) placeAnchored(g *Gang, members []Member, t *txn) bool {
-	if c.pods == nil {
-		return false
+	if c.pods == nil || g.RequiredLevel != "" {
+		return false // a required level chose the domains already
 	}
 	var anchor *Member
 	for i := range members {
