@@ -265,9 +265,20 @@ func BenchmarkCycle5000NodesPodConstraints(b *testing.B) {
 	benchCycle(b, Config{}, s, 0)
 }
 
+// BenchmarkCycle5000NodesPodsListed lists the pods on the nodes, as the
+// adapter does when some pod asks about them, but gives none any pod
+// constraint: the cycle builds no pod index and costs what the plain one
+// does.
+func BenchmarkCycle5000NodesPodsListed(b *testing.B) {
+	s := randomSnapshot(42, 5000, 20000, 16)
+	addPodConstraints(s, 42, 0)
+	benchCycle(b, Config{}, s, 0)
+}
+
 // addPodConstraints lists pods on the used nodes of s, gives every node its
 // hostname label, and gives one gang in every (of two members or more)
-// one member per node and spread over zones.
+// one member per node and spread over zones; with every 0, no pod has any
+// pod constraint.
 func addPodConstraints(s *Snapshot, seed uint64, every int) {
 	r := rand.New(rand.NewPCG(seed, 13))
 	avoid := &Constraints{PodAntiAffinity: []PodAffinityTerm{{Selector: &LabelSelector{
@@ -278,14 +289,14 @@ func addPodConstraints(s *Snapshot, seed uint64, every int) {
 		s.Nodes[n].Labels = labels
 		for i := int64(0); i < s.Nodes[n].Used[Pods]; i++ {
 			p := Pod{Node: n, Namespace: "ns", Labels: map[string]string{"job": fmt.Sprintf("run%d", r.IntN(2000))}}
-			if r.IntN(20) == 0 {
+			if r.IntN(20) == 0 && every > 0 {
 				p.Labels["app"], p.Constraints = "metrics", avoid
 			}
 			s.Pods = append(s.Pods, p)
 		}
 	}
 	for _, g := range s.Gangs {
-		if len(g.Pending) < 2 || r.IntN(every) != 0 {
+		if every == 0 || len(g.Pending) < 2 || r.IntN(every) != 0 {
 			continue
 		}
 		sel := &LabelSelector{MatchLabels: map[string]string{"job": g.ID}}
