@@ -20,8 +20,9 @@ import (
 
 // The scheduler's loop, in plain words:
 //
-// Informers for pods, nodes, PodGroups, Queues and PriorityClasses turn
-// every change into a closure sent to the inbox. One goroutine, the loop,
+// Informers for pods, nodes, PodGroups, Queues, PriorityClasses and the
+// claims, volumes and StorageClasses of pods' volumes turn every change
+// into a closure sent to the inbox. One goroutine, the loop,
 // runs those closures against the Store (its only writer), and after each
 // batch of changes, or every CyclePeriod, runs a cycle: it builds a snapshot,
 // asks the core for a plan, marks each planned pod as assumed on its node in
