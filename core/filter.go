@@ -32,7 +32,7 @@ var filterText = [...]string{
 	filteredVolume:          "volume node affinity conflict",
 	filteredPodAffinity:     "pod affinity not satisfied",
 	filteredPodAntiAffinity: "pod anti-affinity",
-	filteredSpread:          "topology spread (maxSkew)",
+	filteredSpread:          "topology spread constraint",
 	filteredHostPort:        "host port in use",
 	filteredReserved:        "reserved for a waiting gang",
 }
