@@ -3,8 +3,9 @@ package core
 import "strconv"
 
 // This file decides whether a member may run on a node at all, apart from
-// resources: cordon, taints and tolerations, nodeSelector, required node
-// affinity and the node affinity of bound volumes, with the semantics Kubernetes gives them.
+// resources and other pods: cordon, taints and tolerations, nodeSelector,
+// required node affinity and the node affinity of bound volumes, with the
+// semantics Kubernetes gives them.
 
 // filterResult is why a node is not feasible for a member.
 type filterResult uint8

@@ -129,7 +129,6 @@ func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStat
 		// remember its shape only if it finds no node without them either.
 		m := &members[firstFail]
 		c.findNode(m, podRequest(m), nil, 0, nil)
-		// (findNode prepared the member's pod checks afresh.)
 	}
 	return GangStatus{Gang: g.ID, Reason: ReasonUnschedulable, Fit: fit, Need: len(members),
 		Short: short, names: c.snap.Resources, report: report}, false
