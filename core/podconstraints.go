@@ -85,10 +85,10 @@ type podIndex struct {
 	check    podCheck
 	buf      []byte
 	// bases and baseByText intern the node-level part of constraints
-	// (baseOf).
+	// (baseOf); eligible keeps the nodes spreads count (eligibility).
 	bases      map[*Constraints]*Constraints
-	eligible   map[eligibleKey]*eligibleNodes
 	baseByText map[string]*Constraints
+	eligible   map[eligibleKey]*eligibleNodes
 }
 
 // hasPodTerms reports whether members with c need the pod index.
@@ -130,8 +130,9 @@ func newPodIndex(snap *Snapshot) *podIndex {
 	}
 	x := &podIndex{nodes: snap.Nodes, namespaces: snap.Namespaces, topo: map[string]*topoKey{},
 		counters: map[counterKey]*counter{}, sets: map[consNS]*counterSet{},
-		bases: map[*Constraints]*Constraints{}, eligible: map[eligibleKey]*eligibleNodes{}, baseByText: map[string]*Constraints{}, probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
-		anti: map[termKey]*antiGroup{}, antiProbes: map[pair][]*antiGroup{}, antiKeyProbes: map[string][]*antiGroup{}}
+		probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
+		anti: map[termKey]*antiGroup{}, antiProbes: map[pair][]*antiGroup{}, antiKeyProbes: map[string][]*antiGroup{},
+		bases: map[*Constraints]*Constraints{}, baseByText: map[string]*Constraints{}, eligible: map[eligibleKey]*eligibleNodes{}}
 	x.pods = make([]indexedPod, 0, len(snap.Pods)+64)
 	for i := range snap.Pods {
 		p := &snap.Pods[i]
