@@ -46,21 +46,8 @@ func (c *constraintsCache) of(pod *corev1.Pod, volumes [][]corev1.NodeSelectorTe
 			out.NodeSelector[k] = v
 		}
 	}
-	for _, t := range terms {
-		var term core.NodeSelectorTerm
-		for _, e := range t.MatchExpressions {
-			term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
-				Key: e.Key, Operator: core.SelectorOperator(e.Operator), Values: append([]string(nil), e.Values...)})
-		}
-		// matchFields can only name metadata.name; express it as a label
-		// requirement on the node name label every node carries.
-		for _, f := range t.MatchFields {
-			if f.Key == "metadata.name" {
-				term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
-					Key: corev1.LabelHostname, Operator: core.SelectorOperator(f.Operator), Values: append([]string(nil), f.Values...)})
-			}
-		}
-		out.Affinity = append(out.Affinity, term)
+	if len(terms) > 0 {
+		out.Affinity = coreTerms(terms)
 	}
 	for _, t := range spec.Tolerations {
 		out.Tolerations = append(out.Tolerations, core.Toleration{
@@ -100,4 +87,26 @@ func constraintsKey(sel map[string]string, terms []corev1.NodeSelectorTerm, tols
 		b.WriteString(t.Key + " " + string(t.Operator) + " " + t.Value + " " + string(t.Effect) + "\x00")
 	}
 	return b.String()
+}
+
+// coreTerms converts node selector terms into the core's: matchFields can
+// only name metadata.name, which becomes a requirement on the hostname
+// label every node carries (SetNode adds it where missing).
+func coreTerms(terms []corev1.NodeSelectorTerm) []core.NodeSelectorTerm {
+	out := make([]core.NodeSelectorTerm, 0, len(terms))
+	for _, t := range terms {
+		var term core.NodeSelectorTerm
+		for _, e := range t.MatchExpressions {
+			term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
+				Key: e.Key, Operator: core.SelectorOperator(e.Operator), Values: append([]string(nil), e.Values...)})
+		}
+		for _, f := range t.MatchFields {
+			if f.Key == "metadata.name" {
+				term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
+					Key: corev1.LabelHostname, Operator: core.SelectorOperator(f.Operator), Values: append([]string(nil), f.Values...)})
+			}
+		}
+		out = append(out, term)
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,28 +172,6 @@ func zoneValues(value string) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// coreTerms converts node selector terms into the core's: matchFields can
-// only name metadata.name, which becomes a requirement on the hostname
-// label every node carries (SetNode adds it where missing).
-func coreTerms(terms []corev1.NodeSelectorTerm) []core.NodeSelectorTerm {
-	out := make([]core.NodeSelectorTerm, 0, len(terms))
-	for _, t := range terms {
-		var term core.NodeSelectorTerm
-		for _, e := range t.MatchExpressions {
-			term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
-				Key: e.Key, Operator: core.SelectorOperator(e.Operator), Values: append([]string(nil), e.Values...)})
-		}
-		for _, f := range t.MatchFields {
-			if f.Key == "metadata.name" {
-				term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
-					Key: corev1.LabelHostname, Operator: core.SelectorOperator(f.Operator), Values: append([]string(nil), f.Values...)})
-			}
-		}
-		out = append(out, term)
-	}
 	return out
 }
 
