@@ -9,8 +9,9 @@ import (
 )
 
 // constraintsCache interns the placement constraints of pods: pods with the
-// same nodeSelector, required node affinity and tolerations (the members of
-// one job, typically) share one *core.Constraints, which lets the core
+// same nodeSelector, required node affinity, tolerations, volume node
+// affinity and terms about other pods (podterms.go) (the members of one
+// job, typically) share one *core.Constraints, which lets the core
 // remember per cycle that such a member found no node.
 type constraintsCache struct {
 	byKey map[string]*core.Constraints
