@@ -3,7 +3,7 @@ package core
 import (
 	"container/heap"
 	"math"
-	"sort"
+	"slices"
 )
 
 // This file orders queues by fair share.
@@ -196,10 +196,20 @@ func arrivedBefore(a, b *Gang) bool {
 
 // sortGangs sorts gangs by less, after checking in linear time whether they
 // already are, as callers that keep gangs in arrival order usually make them.
+// Every order of gangs ends on their IDs, unique in a snapshot: no two gangs
+// are equal, so an unstable sort gives the one result.
 func sortGangs(gangs []*Gang, less func(a, b *Gang) bool) {
 	for i := 1; i < len(gangs); i++ {
 		if less(gangs[i], gangs[i-1]) {
-			sort.SliceStable(gangs, func(i, j int) bool { return less(gangs[i], gangs[j]) })
+			slices.SortFunc(gangs, func(a, b *Gang) int {
+				switch {
+				case less(a, b):
+					return -1
+				case less(b, a):
+					return 1
+				}
+				return 0
+			})
 			return
 		}
 	}

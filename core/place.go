@@ -31,7 +31,7 @@ type shapeKey struct {
 	// sig names the pod anti-affinity terms that select the member, and
 	// loosened is podIndex.loosened for members whose pod terms more pods
 	// may satisfy (podconstraints.go).
-	sig      string
+	sig      int32
 	loosened uint32
 }
 

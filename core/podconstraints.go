@@ -29,7 +29,8 @@ import (
 // spread's minimum. The memo of member shapes that found no node
 // (place.go) therefore keys such members on how many times the index
 // loosened (podIndex.loosened), and members whose labels an indexed pod's
-// anti-affinity selects on the set of those terms (podCheck.sig).
+// anti-affinity selects on the set of those terms (podCheck.sig, a number
+// for each set).
 
 // pair is a label, as a map key.
 type pair struct{ k, v string }
@@ -84,6 +85,7 @@ type podIndex struct {
 	loosened uint32
 	check    podCheck
 	buf      []byte
+	sigs     map[string]int32 // podCheck.sig by set of anti groups
 	// bases and baseByText intern the node-level part of constraints
 	// (baseOf); eligible keeps the nodes spreads count (eligibility).
 	bases      map[*Constraints]*Constraints
@@ -129,7 +131,7 @@ func newPodIndex(snap *Snapshot) *podIndex {
 		return nil
 	}
 	x := &podIndex{nodes: snap.Nodes, namespaces: snap.Namespaces, topo: map[string]*topoKey{},
-		counters: map[counterKey]*counter{}, sets: map[consNS]*counterSet{},
+		counters: map[counterKey]*counter{}, sets: map[consNS]*counterSet{}, sigs: map[string]int32{},
 		probes: map[pair][]*counter{}, keyProbes: map[string][]*counter{},
 		anti: map[termKey]*antiGroup{}, antiProbes: map[pair][]*antiGroup{}, antiKeyProbes: map[string][]*antiGroup{},
 		bases: map[*Constraints]*Constraints{}, baseByText: map[string]*Constraints{}, eligible: map[eligibleKey]*eligibleNodes{}}
@@ -608,8 +610,9 @@ type podCheck struct {
 	spread []spreadCheck
 	sym    []*antiGroup
 	ports  []HostPort
-	// sig names the anti groups that select the member, for the memo.
-	sig string
+	// sig numbers the set of anti groups that select the member, for the
+	// memo (0: none).
+	sig int32
 }
 
 type spreadCheck struct {
@@ -622,7 +625,7 @@ type spreadCheck struct {
 // prepare returns the checks m must pass, or nil when it has none.
 func (x *podIndex) prepare(m *Member) *podCheck {
 	pc := &x.check
-	pc.aff, pc.anti, pc.spread, pc.sym, pc.ports, pc.anchor, pc.sig = nil, nil, pc.spread[:0], pc.sym[:0], nil, false, ""
+	pc.aff, pc.anti, pc.spread, pc.sym, pc.ports, pc.anchor, pc.sig = nil, nil, pc.spread[:0], pc.sym[:0], nil, false, 0
 	x.buf = x.buf[:0]
 	if len(x.antiList) > 0 {
 		x.prepares++
@@ -650,7 +653,12 @@ func (x *podIndex) prepare(m *Member) *podCheck {
 		}
 	}
 	if len(x.buf) > 0 {
-		pc.sig = string(x.buf)
+		id, ok := x.sigs[string(x.buf)]
+		if !ok {
+			id = int32(len(x.sigs) + 1)
+			x.sigs[string(x.buf)] = id
+		}
+		pc.sig = id
 	}
 	c := m.Constraints
 	if !c.hasPodTerms() {
