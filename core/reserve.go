@@ -92,8 +92,10 @@ func (c *cycle) reserve() {
 	if len(cands) == 0 {
 		return
 	}
-	before := partialFirst(gangBefore) // partial gangs come first in the cycle too
-	slices.SortStableFunc(cands, func(a, b *Gang) int {
+	// Partial gangs come first in the cycle too. The order ends on the
+	// gangs' unique IDs: an unstable sort gives the one result.
+	before := partialFirst(gangBefore)
+	slices.SortFunc(cands, func(a, b *Gang) int {
 		if before(a, b) {
 			return -1
 		}
