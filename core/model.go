@@ -151,8 +151,8 @@ type Pod struct {
 	Node      int
 	Namespace string
 	Labels    map[string]string
-	// Constraints of the pod: its anti-affinity keeps others away, its host
-	// ports are taken. Nil when it has none.
+	// Constraints of the pod, nil when it has none: only its anti-affinity
+	// (which keeps others away) and its host ports (taken) are read.
 	Constraints *Constraints
 }
 

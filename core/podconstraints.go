@@ -93,8 +93,10 @@ type podIndex struct {
 	eligible   map[eligibleKey]*eligibleNodes
 }
 
-// hasPodTerms reports whether members with c need the pod index.
-func (c *Constraints) hasPodTerms() bool {
+// AboutPods reports whether members with c ask about the pods on nodes:
+// pod affinity, anti-affinity, spread or host ports (the cycle then needs
+// Snapshot.Pods).
+func (c *Constraints) AboutPods() bool {
 	return c != nil && (len(c.PodAffinity) > 0 || len(c.PodAntiAffinity) > 0 || len(c.Spread) > 0 || len(c.HostPorts) > 0)
 }
 
@@ -121,7 +123,7 @@ func newPodIndex(snap *Snapshot) *podIndex {
 			continue
 		}
 		for i := range g.Pending {
-			if g.Pending[i].Constraints.hasPodTerms() {
+			if g.Pending[i].Constraints.AboutPods() {
 				need = true
 				break
 			}
@@ -661,7 +663,7 @@ func (x *podIndex) prepare(m *Member) *podCheck {
 		pc.sig = id
 	}
 	c := m.Constraints
-	if !c.hasPodTerms() {
+	if !c.AboutPods() {
 		if len(pc.sym) == 0 {
 			return nil
 		}
@@ -885,7 +887,7 @@ func (c *cycle) alike(members []Member) bool {
 	if c.pods == nil {
 		return true
 	}
-	if members[0].Constraints.hasPodTerms() {
+	if members[0].Constraints.AboutPods() {
 		return false
 	}
 	for i := range members {
@@ -916,7 +918,7 @@ func (x *podIndex) baseOf(c *Constraints) *Constraints {
 	text := fmt.Sprint(node.NodeSelector, node.Affinity, node.Tolerations, node.VolumeAffinity)
 	b := x.baseByText[text]
 	if b == nil {
-		if !c.hasPodTerms() {
+		if !c.AboutPods() {
 			b = c
 		} else {
 			b = &node

@@ -117,18 +117,6 @@ func selector(ls *metav1.LabelSelector, matchKeys []string, own map[string]strin
 	return out
 }
 
-// keepsOthersAway reports whether a bound pod's constraints matter to the
-// placement of others: its anti-affinity or its host ports.
-func keepsOthersAway(c *core.Constraints) bool {
-	return c != nil && (len(c.PodAntiAffinity) > 0 || len(c.HostPorts) > 0)
-}
-
-// asksAboutPods reports whether a pending pod's constraints need the pods
-// on nodes.
-func asksAboutPods(c *core.Constraints) bool {
-	return c != nil && (len(c.PodAffinity) > 0 || len(c.PodAntiAffinity) > 0 || len(c.Spread) > 0 || len(c.HostPorts) > 0)
-}
-
 // avoids reports whether constraints hold required pod anti-affinity.
 func avoids(c *core.Constraints) bool { return c != nil && len(c.PodAntiAffinity) > 0 }
 
@@ -171,11 +159,7 @@ func (s *Store) snapshotPods(snap *core.Snapshot, order []string, asked bool) {
 		if !ok {
 			continue
 		}
-		var cons *core.Constraints
-		if avoids(p.cons) || p.cons != nil && len(p.cons.HostPorts) > 0 {
-			cons = p.cons
-		}
-		snap.Pods = append(snap.Pods, core.Pod{Node: n, Namespace: p.pod.Namespace, Labels: p.pod.Labels, Constraints: cons})
+		snap.Pods = append(snap.Pods, core.Pod{Node: n, Namespace: p.pod.Namespace, Labels: p.pod.Labels, Constraints: p.cons})
 	}
 	snap.Namespaces = make(map[string]map[string]string, len(s.namespaces))
 	for name, l := range s.namespaces {

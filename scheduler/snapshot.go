@@ -292,7 +292,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 			}
 			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons,
 				Namespace: p.pod.Namespace, Labels: p.pod.Labels}
-			asked = asked || asksAboutPods(cons)
+			asked = asked || cons.AboutPods()
 		}
 		if v.gpuModel != "" {
 			if models == nil {
