@@ -399,26 +399,8 @@ func (x *podIndex) spreadCounter(s *SpreadConstraint, cons *Constraints, own str
 	}
 	c := &counter{sel: s.Selector, own: own, topo: x.topology(s.TopologyKey), spread: true}
 	c.count = newDomainCounts(c.topo.n, true)
-	// Eligible nodes carry every spread key of the member and, unless the
-	// policies say otherwise, pass its node affinity (not its taints).
-	var keys []*topoKey
-	for i := range cons.Spread {
-		keys = append(keys, x.topology(cons.Spread[i].TopologyKey))
-	}
-	plain := !s.HonorTaints && (s.IgnoreNodeAffinity || len(cons.NodeSelector) == 0 && len(cons.Affinity) == 0)
-	if plain && len(keys) == 1 {
-		// Every node with the key counts: every domain is eligible.
-		c.okDom = make([]bool, c.topo.n)
-		for d := range c.okDom {
-			c.okDom[d] = true
-		}
-		c.domains, c.atMin = c.topo.n, c.topo.n
-		x.register(key, c)
-		return c
-	}
-	e := x.eligibility(cons, keys, s)
-	c.okNode, c.okDom, c.domains = e.okNode, e.okDom, e.domains
-	c.atMin = c.domains
+	e := x.eligibility(cons, s)
+	c.okNode, c.okDom, c.domains, c.atMin = e.okNode, e.okDom, e.domains, e.domains
 	x.register(key, c)
 	return c
 }
@@ -431,26 +413,47 @@ type eligibleKey struct {
 	affinity, taints bool
 }
 
+// eligibleNodes are the nodes a spread counts (okNode, nil: every node
+// with its key) and its domains that have some (okDom).
 type eligibleNodes struct {
 	okNode  []bool
 	okDom   []bool
 	domains int32
 }
 
-// eligibility returns the nodes and domains (of s's key) a spread of a
-// member with constraints cons counts, shared by the members whose
-// node-level constraints are the same.
-func (x *podIndex) eligibility(cons *Constraints, keys []*topoKey, s *SpreadConstraint) *eligibleNodes {
+// eligibility returns the nodes and domains a spread s of a member with
+// constraints cons counts: the nodes that carry every spread key of the
+// member and, unless the policies say otherwise, pass its node affinity
+// (not its taints). Members whose node-level constraints are the same
+// share them.
+func (x *podIndex) eligibility(cons *Constraints, s *SpreadConstraint) *eligibleNodes {
 	names := make([]string, len(cons.Spread))
 	for i := range cons.Spread {
 		names[i] = cons.Spread[i].TopologyKey
 	}
-	k := eligibleKey{base: x.baseOf(cons), keys: fmt.Sprint(names, s.TopologyKey), affinity: !s.IgnoreNodeAffinity, taints: s.HonorTaints}
+	affinity := !s.IgnoreNodeAffinity && (len(cons.NodeSelector) > 0 || len(cons.Affinity) > 0)
+	k := eligibleKey{keys: fmt.Sprint(names, s.TopologyKey), affinity: affinity, taints: s.HonorTaints}
+	if affinity || s.HonorTaints {
+		k.base = x.baseOf(cons)
+	}
 	if e := x.eligible[k]; e != nil {
 		return e
 	}
 	tk := x.topology(s.TopologyKey)
-	e := &eligibleNodes{okNode: make([]bool, len(x.nodes)), okDom: make([]bool, tk.n)}
+	e := &eligibleNodes{okDom: make([]bool, tk.n)}
+	if !affinity && !s.HonorTaints && len(names) == 1 {
+		for d := range e.okDom {
+			e.okDom[d] = true // every node with the key counts
+		}
+		e.domains = tk.n
+		x.eligible[k] = e
+		return e
+	}
+	keys := make([]*topoKey, len(names))
+	for i, name := range names {
+		keys[i] = x.topology(name)
+	}
+	e.okNode = make([]bool, len(x.nodes))
 	for n := range x.nodes {
 		ok := true
 		for _, key := range keys {
