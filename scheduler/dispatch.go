@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -175,18 +176,22 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 	}
 	type queueCount struct{ pending, running int32 }
 	counts := map[string]*queueCount{}
-	keys := make([]string, 0, len(views))
-	for key := range views {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
 	var cluster core.Vector // what every node has together
 	for i := range snap.Nodes {
 		cluster = cluster.Add(snap.Nodes[i].Allocatable)
 	}
-	seen := map[string]bool{}
-	for _, key := range keys {
-		v := views[key]
+	// A gang whose view, verdict and admission are those it was published
+	// with has nothing new to write: only the others are visited, in key
+	// order (views.go keeps an unchanged gang's view the same object).
+	type work struct {
+		key      string
+		v        *gangView
+		last     *verdict
+		admitted bool
+		why      string
+	}
+	var todo []work
+	for key, v := range views {
 		finished := v.nPending == 0 && v.nRunning == 0
 		c := counts[v.queue]
 		if c == nil {
@@ -203,15 +208,33 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		var last *verdict
 		if verd, ok := s.verdicts[key]; ok {
 			last = &verd
-			s.markPods(v, verd, now)
+		}
+		var admitted bool
+		var why string
+		if v.podGroup != nil {
+			admitted, why = s.admitted(v, queues[v.queue], cluster, last)
+		}
+		shown := published{view: v, admitted: admitted, why: why}
+		if last != nil {
+			shown.verdict, shown.hasVerdict = *last, true
+		}
+		if prev, ok := s.published[key]; ok && prev == shown && !shown.verdict.reserved {
+			continue
+		}
+		s.published[key] = shown
+		todo = append(todo, work{key, v, last, admitted, why})
+	}
+	slices.SortFunc(todo, func(a, b work) int { return strings.Compare(a.key, b.key) })
+	for _, w := range todo {
+		key, v, last, admitted, why := w.key, w.v, w.last, w.admitted, w.why
+		if last != nil {
+			s.markPods(v, *last, now)
 		} else if v.bound >= v.minMember && len(v.pending) > 0 {
 			s.markPods(v, elasticVerdict(v), now)
 		}
 		if v.podGroup == nil {
 			continue
 		}
-		seen[key] = true
-		admitted, why := s.admitted(v, queues[v.queue], cluster, last)
 		if !admitted && last == nil && why != "" && v.bound < v.minMember {
 			// No pod waits in the core yet (an operator waits for
 			// Inqueue before it creates them): say why it is not admitted.
@@ -236,19 +259,25 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			return err
 		}})
 	}
+	gone := func(key string) bool { v := views[key]; return v == nil || v.podGroup == nil }
+	for key := range s.published {
+		if views[key] == nil {
+			delete(s.published, key)
+		}
+	}
 	for key := range s.written.podGroups {
-		if !seen[key] {
+		if gone(key) {
 			delete(s.written.podGroups, key)
 			s.writer.cancel(writeKey{kindPodGroup, key})
 		}
 	}
 	for key := range s.inqueueSince {
-		if !seen[key] {
+		if gone(key) {
 			delete(s.inqueueSince, key)
 		}
 	}
 	for key := range s.written.foreign {
-		if !seen[key] {
+		if gone(key) {
 			delete(s.written.foreign, key)
 			s.writer.cancel(writeKey{kindForeignPodGroup, key})
 		}
@@ -411,6 +440,16 @@ func (s *Scheduler) admitted(v *gangView, q *core.Queue, cluster core.Vector, la
 // ReasonNotAdmitted: a PodGroup whose pods do not wait in the scheduler yet
 // is not admitted (phase Pending), and its condition says why.
 const ReasonNotAdmitted = "NotAdmitted"
+
+// published is what publish last handed on for a gang: while the next
+// cycle has the same, the gang has nothing new to write.
+type published struct {
+	view       *gangView
+	verdict    verdict
+	hasVerdict bool
+	admitted   bool
+	why        string
+}
 
 // markPods sets PodScheduled=False with the gang's verdict on its waiting
 // members, when it changed. The patch carries the resourceVersion of the pod

@@ -153,6 +153,7 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 		v.estimate = deadlineEstimate(g)
 		if v.estimate == 0 {
 			v.estimate = s.history[v.queue].p90()
+			v.estimateFromHistory = true
 		}
 	}
 	// Required topology level (the core checks that it is a level), and

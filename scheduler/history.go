@@ -101,6 +101,7 @@ func (s *Store) recordCompletion(g *gangInfo, queue string) {
 		s.history[queue] = &runTimes{}
 	}
 	s.history[queue].addGang(g.key, finish, max(finish-start, 1))
+	s.historyGen[queue]++
 }
 
 // lastFinish is when the pod's last container terminated, in Unix seconds,

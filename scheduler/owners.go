@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -259,6 +260,7 @@ func (s *Store) ownerMembership(pod *corev1.Pod, m Membership) Membership {
 // rekey moves the candidates of namespace into the gangs their workloads
 // make now: a workload or PodDisruptionBudget came, went or changed.
 func (s *Store) rekey(namespace string) {
+	s.epoch++
 	for uid := range s.owners.candidates[namespace] {
 		p := s.pods[uid]
 		if p == nil || p.gang == "" {
@@ -532,6 +534,7 @@ func (s *Scheduler) createDerivedPodGroups(ctx context.Context, views map[string
 		if v := views[key]; v == nil || !v.missingPG {
 			delete(o.requested, key)
 			delete(o.failed, key)
+			s.store.touch(key)
 		}
 	}
 	for key, v := range views {
@@ -565,6 +568,7 @@ func (s *Scheduler) createDerivedPodGroups(ctx context.Context, views map[string
 				} else if _, ok := o.requested[key]; ok {
 					o.failed[key] = why
 				}
+				s.store.touch(key)
 			})
 			return err
 		}})
@@ -865,6 +869,9 @@ func (s *Store) SetOwner(gvr schema.GroupVersionResource, kind string, u *unstru
 	key := objectKey{gvr.Group, kind, u.GetNamespace(), u.GetName()}
 	old := s.owners.objects[key]
 	s.owners.objects[key] = o
+	if old == nil || !reflect.DeepEqual(*old, *o) {
+		s.epoch++ // a status update changes no gang
+	}
 	// Only a JobSet's startup order decides which gang a pod is in.
 	if kind == kindJobSet && (old != nil && old.inOrder) != o.inOrder {
 		s.rekey(u.GetNamespace())
@@ -879,6 +886,7 @@ func (s *Store) DeleteOwner(gvr schema.GroupVersionResource, kind string, u *uns
 		return
 	}
 	delete(s.owners.objects, key)
+	s.epoch++
 	if old.inOrder {
 		s.rekey(u.GetNamespace())
 	}
@@ -907,6 +915,9 @@ func (s *Store) SetJob(j *batchv1.Job) {
 	info := readJob(j)
 	old := s.owners.jobs[key]
 	s.owners.jobs[key] = info
+	if old == nil || !reflect.DeepEqual(*old, *info) {
+		s.epoch++
+	}
 	if old == nil || old.uid != info.uid || old.indexed != info.indexed || controlledBy(old.controller) != controlledBy(info.controller) {
 		s.rekey(j.Namespace)
 	}
@@ -923,6 +934,7 @@ func controlledBy(r *metav1.OwnerReference) string {
 func (s *Store) DeleteJob(namespace, name string) {
 	if _, ok := s.owners.jobs[namespace+"/"+name]; ok {
 		delete(s.owners.jobs, namespace+"/"+name)
+		s.epoch++
 		s.rekey(namespace)
 	}
 }
@@ -944,6 +956,7 @@ func readPDB(b *policyv1.PodDisruptionBudget) *pdbInfo {
 // gang it changes.
 func (s *Store) SetPDB(b *policyv1.PodDisruptionBudget) {
 	info := readPDB(b)
+	s.epoch++
 	list := s.owners.pdbs[b.Namespace]
 	i := sort.Search(len(list), func(i int) bool { return list[i].name >= b.Name })
 	exists := i < len(list) && list[i].name == b.Name

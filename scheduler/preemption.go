@@ -65,7 +65,10 @@ func (s *Store) lostMember(p *podInfo, node string) {
 }
 
 // MarkEvicting records that the pod is being evicted by us.
-func (s *Store) MarkEvicting(uid types.UID) { s.evicting[uid] = true }
+func (s *Store) MarkEvicting(uid types.UID) {
+	s.evicting[uid] = true
+	s.touchPod(uid)
+}
 
 // evictionRetry is how long a pod whose eviction was refused (by a
 // PodDisruptionBudget, say) is not chosen as a victim again.
@@ -78,6 +81,7 @@ const evictionRetry = 10 * time.Second
 func (s *Store) EvictionRefused(uid types.UID, preemptor, why string) {
 	delete(s.evicting, uid)
 	s.refused[uid] = s.now().Add(evictionRetry).Unix()
+	s.touchPod(uid)
 	s.refusals[preemptor] = why
 }
 

@@ -166,6 +166,9 @@ type Scheduler struct {
 	// Owned by the loop goroutine.
 	lastCycle time.Time
 	verdicts  map[string]verdict // gang key -> latest reason it waits
+	// published: what each gang's statuses were last computed from
+	// (publish).
+	published map[string]published
 	written   *writeCache
 
 	writer *statusWriter
@@ -216,12 +219,13 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	return &Scheduler{
 		stateName: state,
 		opts:      opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
-		store:    store,
-		inbox:    make(chan func(), 4096),
-		verdicts: map[string]verdict{},
-		written:  newWriteCache(),
-		writer:   newStatusWriter(),
-		calls:    newCallQueue(),
+		store:     store,
+		inbox:     make(chan func(), 4096),
+		verdicts:  map[string]verdict{},
+		published: map[string]published{},
+		written:   newWriteCache(),
+		writer:    newStatusWriter(),
+		calls:     newCallQueue(),
 
 		foreignStatusSub: map[string]bool{},
 		inqueueSince:     map[string]int64{},

@@ -45,8 +45,10 @@ type gangView struct {
 	nPending, nRunning, nSucceeded, nFailed int32
 	allocated                               core.Vector
 	// estimate is how long the gang runs once started, in seconds; 0 when
-	// unknown (gangspec.go).
-	estimate int64
+	// unknown (gangspec.go); estimateFromHistory: it is its queue's
+	// p90 run time.
+	estimate            int64
+	estimateFromHistory bool
 	// requiredLevel is the topology label the gang's minimum must fit in
 	// one domain of; gpuModel the value its nodes' GPU-model label must
 	// have; modelMissing that no node has it.
@@ -264,46 +266,31 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	var completed []*gangView  // recorded after the loop, so that every view saw the same history
 	asked := false             // a pending member asks about the pods on nodes
 	for key, g := range s.gangs {
-		v := s.view(g)
+		c := s.cached(g) // views.go
+		v := c.view
 		views[key] = v
 		allocated[v.queue] = allocated[v.queue].Add(v.allocated)
 		if v.nSucceeded > 0 && int(v.nSucceeded) == len(g.members) && !g.recorded {
 			completed = append(completed, v)
 		}
 		if reserving && v.estimate > 0 {
-			snap.Releases = s.releases(snap.Releases, g, v.queue, v.estimate, order)
+			snap.Releases = append(snap.Releases, s.releasesOf(c, g, order)...)
 		}
 		if s.preempting && v.bound > 0 {
-			if r, ok := s.running(g, v, order, now); ok {
+			if r, ok := s.runningOf(c, g, order, now); ok {
 				snap.Running = append(snap.Running, r)
 			}
 		}
 		if len(v.pending) == 0 && !v.heldByGates {
 			continue
 		}
-		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember,
-			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, Unsupported: v.unsupported,
-			RequiredLevel: v.requiredLevel, Estimate: v.estimate}
-		cg.Pending = make([]core.Member, len(v.pending))
-		for i, p := range v.pending {
-			cons := p.cons
-			if v.gpuModel != "" {
-				cons = s.constraints.withLabel(cons, s.gpuModelLabel, v.gpuModel)
-			}
-			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons,
-				Namespace: p.pod.Namespace, Labels: p.pod.Labels}
-			asked = asked || cons.AboutPods()
-		}
+		cg, asks := s.gangOf(c, key)
+		asked = asked || asks
 		if v.gpuModel != "" {
 			if models == nil {
 				models = s.gpuModels()
 			}
 			v.gpuModelLabel, v.modelMissing = s.gpuModelLabel, !models[v.gpuModel]
-		}
-		for _, p := range v.pending {
-			if pp := p.pod.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
-				cg.NoPreempt = true // the PriorityClass says so; admission copies it to the pods
-			}
 		}
 		snap.Gangs = append(snap.Gangs, cg)
 	}

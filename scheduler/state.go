@@ -91,6 +91,7 @@ func (s *Store) savedState() savedState {
 // restore puts back what a former leader recorded: holds not yet expired
 // of gangs that still exist, and run times, after those learned already.
 func (s *Store) restore(st savedState) {
+	s.epoch++
 	now := s.now().Unix()
 	gangs := make([]string, 0, len(st.Holds))
 	for gang := range st.Holds {

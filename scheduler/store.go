@@ -96,6 +96,16 @@ type Store struct {
 	// now is the clock of the times the store observes (a pod bound,
 	// running, finished); time.Now unless a test sets it.
 	now func() time.Time
+
+	// Generations, which let a snapshot reuse what it computed for a gang
+	// that did not change (views.go). epoch counts the changes that may
+	// touch any gang's view (a Queue's spec, a PriorityClass, namespace
+	// labels, workloads, volumes); a gang's own gen counts those of its
+	// members and its PodGroup; orderGen the rebuilds of the node order;
+	// historyGen, by queue, the run times learned.
+	epoch      uint64
+	orderGen   uint64
+	historyGen map[string]uint64
 }
 
 type nodeInfo struct {
@@ -167,6 +177,10 @@ type gangInfo struct {
 	members    map[types.UID]*podInfo
 	// recorded: the gang's run time went into its queue's history.
 	recorded bool
+	// gen counts the changes of the gang's members and PodGroup; cache
+	// holds what the latest snapshot computed from them (views.go).
+	gen   uint64
+	cache *gangCache
 }
 
 // NewStore returns an empty store serving the given scheduler names.
@@ -198,6 +212,7 @@ func NewStore(schedulerNames []string) *Store {
 		holds:            map[string][]heldRoom{},
 		owners:           newOwnerState(),
 		volumes:          newVolumeState(),
+		historyGen:       map[string]uint64{},
 
 		gpuModelLabel: DefaultGPUModelLabel,
 		now:           time.Now,
@@ -214,6 +229,7 @@ func NewStore(schedulerNames []string) *Store {
 // (ours registered every resource they request). It is rare: at most
 // core.MaxDims-core.FirstExtended times in the life of a store.
 func (s *Store) regrow() {
+	s.epoch++
 	for _, info := range s.nodes {
 		info.node.Allocatable = s.res.known(info.alloc)
 	}
@@ -282,6 +298,7 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 	old, existed := s.pods[pod.UID]
 	if existed {
 		s.account(old, -1)
+		s.touch(old.gang)
 	}
 	p := &podInfo{pod: pod, terminal: pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed}
 	if s.ours[pod.Spec.SchedulerName] {
@@ -328,6 +345,7 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 			s.gangs[p.gang] = g
 		}
 		g.members[pod.UID] = p
+		g.gen++
 	} else {
 		if existed && old.gang != "" {
 			s.leaveGang(old, pod.UID)
@@ -363,6 +381,7 @@ func (s *Store) DeletePod(uid types.UID) {
 		return
 	}
 	s.account(p, -1)
+	s.touch(p.gang)
 	s.forgetClaims(p)
 	if avoids(p.cons) {
 		s.avoiding--
@@ -458,6 +477,7 @@ func (s *Store) Assume(uid types.UID, node string) bool {
 	p.node, p.assumed = node, true
 	p.boundAt = s.now().Unix()
 	s.account(p, +1)
+	s.touch(p.gang)
 	return true
 }
 
@@ -469,6 +489,7 @@ func (s *Store) Forget(uid types.UID) {
 	}
 	s.account(p, -1)
 	p.node, p.assumed, p.boundAt = "", false, 0
+	s.touch(p.gang)
 }
 
 // SetPodGroup adds or replaces a PodGroup.
@@ -477,6 +498,7 @@ func (s *Store) SetPodGroup(pg *v1alpha1.PodGroup) {
 	key := pg.Namespace + "/" + pg.Name
 	s.podGroups[key] = pg
 	delete(s.gone, key)
+	s.touch(key)
 }
 
 // DeletePodGroup removes a PodGroup; its pods wait until it comes back, and
@@ -485,6 +507,7 @@ func (s *Store) DeletePodGroup(namespace, name string) {
 	key := namespace + "/" + name
 	s.remember(key, s.podGroups[key])
 	delete(s.podGroups, key)
+	s.touch(key)
 }
 
 // remember keeps pg, a PodGroup that is going, while its gang has members.
@@ -506,11 +529,13 @@ func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup, status m
 	s.foreign[group][pg.Namespace+"/"+pg.Name] = pg
 	s.foreignStatus[group][pg.Namespace+"/"+pg.Name] = status
 	delete(s.gone, pg.Namespace+"/"+pg.Name)
+	s.touch(pg.Namespace + "/" + pg.Name)
 }
 
 // SetUnreadablePodGroup records that the PodGroup namespace/name of another
 // scheduler's API could not be read, and why; an empty why clears it.
 func (s *Store) SetUnreadablePodGroup(key, why string) {
+	s.touch(key)
 	if why == "" {
 		delete(s.unreadable, key)
 		return
@@ -524,6 +549,7 @@ func (s *Store) DeleteForeignPodGroup(group, namespace, name string) {
 	delete(s.foreign[group], namespace+"/"+name)
 	delete(s.foreignStatus[group], namespace+"/"+name)
 	delete(s.unreadable, namespace+"/"+name)
+	s.touch(namespace + "/" + name)
 }
 
 // podGroup returns the PodGroup namespace/name: ours if it exists, else one
@@ -544,12 +570,16 @@ func (s *Store) podGroup(key string) *v1alpha1.PodGroup {
 func (s *Store) SetQueue(q *v1alpha1.Queue) {
 	s.res.vector(q.Spec.Capability) // its resources get dimensions now, as SetPodGroup
 	s.res.vector(q.Spec.Guarantee)
+	if old := s.queues[q.Name]; old == nil || !sameQueueSpec(old, q) {
+		s.epoch++ // a status written back changes no gang's view
+	}
 	s.queues[q.Name] = q
 	s.setAdmission(q)
 }
 
 // DeleteQueue removes a Queue; its gangs wait, saying so.
 func (s *Store) DeleteQueue(name string) {
+	s.epoch++
 	delete(s.queues, name)
 	delete(s.admissions, name)
 }
@@ -558,6 +588,9 @@ func (s *Store) DeleteQueue(name string) {
 // why; an empty why clears it. It reports whether the reason changed.
 func (s *Store) SetUnreadableQueue(name, why string) bool {
 	old := s.unreadableQueues[name]
+	if old != why {
+		s.epoch++
+	}
 	if why == "" {
 		delete(s.unreadableQueues, name)
 	} else {
@@ -567,10 +600,18 @@ func (s *Store) SetUnreadableQueue(name, why string) bool {
 }
 
 // SetPriorityClass records a PriorityClass's value.
-func (s *Store) SetPriorityClass(pc *schedulingv1.PriorityClass) { s.priorities[pc.Name] = pc.Value }
+func (s *Store) SetPriorityClass(pc *schedulingv1.PriorityClass) {
+	if v, ok := s.priorities[pc.Name]; !ok || v != pc.Value {
+		s.epoch++
+	}
+	s.priorities[pc.Name] = pc.Value
+}
 
 // DeletePriorityClass forgets a PriorityClass.
-func (s *Store) DeletePriorityClass(name string) { delete(s.priorities, name) }
+func (s *Store) DeletePriorityClass(name string) {
+	s.epoch++
+	delete(s.priorities, name)
+}
 
 // sortedNodes returns node names in order, rebuilding the order only when
 // nodes came or went.
@@ -582,6 +623,7 @@ func (s *Store) sortedNodes() []string {
 		}
 		sort.Strings(s.nodeOrder)
 		s.nodesDirty = false
+		s.orderGen++
 	}
 	return s.nodeOrder
 }

@@ -21,10 +21,18 @@ import (
 // every namespace, as a cluster of one tenant expects.
 
 // SetNamespace records a namespace's labels.
-func (s *Store) SetNamespace(ns *corev1.Namespace) { s.namespaces[ns.Name] = labels.Set(ns.Labels) }
+func (s *Store) SetNamespace(ns *corev1.Namespace) {
+	if old, ok := s.namespaces[ns.Name]; !ok || !labels.Equals(old, ns.Labels) {
+		s.epoch++
+	}
+	s.namespaces[ns.Name] = labels.Set(ns.Labels)
+}
 
 // DeleteNamespace forgets a namespace.
-func (s *Store) DeleteNamespace(name string) { delete(s.namespaces, name) }
+func (s *Store) DeleteNamespace(name string) {
+	s.epoch++
+	delete(s.namespaces, name)
+}
 
 // admission is a Queue's namespaceSelector, parsed once when the Queue is
 // set rather than for every gang in every cycle; err says why it cannot be.

@@ -231,6 +231,7 @@ func (s *Store) forgetClaims(p *podInfo) {
 
 // refreshClaim recomputes the constraints of the pods that use the claim.
 func (s *Store) refreshClaim(key string) {
+	s.epoch++
 	uids := make([]types.UID, 0, len(s.volumes.users[key]))
 	for uid := range s.volumes.users[key] {
 		uids = append(uids, uid)

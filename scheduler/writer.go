@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -183,4 +184,14 @@ func (s *Scheduler) dropped(key writeKey) {
 		return
 	}
 	s.written.dropped(key)
+	// The gang's statuses are computed again in the next cycle, even if
+	// nothing of it changed.
+	switch key.kind {
+	case kindPod:
+		if p := s.store.pods[types.UID(key.key)]; p != nil {
+			delete(s.published, p.gang)
+		}
+	case kindPodGroup, kindForeignPodGroup:
+		delete(s.published, key.key)
+	}
 }

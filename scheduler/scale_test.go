@@ -1,0 +1,118 @@
+package scheduler
+
+// Benchmarks of the adapter's cycle at the scale of issue 12: 5,000 nodes x
+// 8 GPUs and 150,000 pods, half bound, half waiting, with no API server: the
+// store is filled directly and the cycle's API calls are queued, never sent.
+//
+//	go test ./scheduler -run '^$' -bench Scale -benchtime 10x -benchmem
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// scaleCluster fills s with nodes x 8 GPUs and pods: the bound half takes
+// every GPU with one-GPU pods plus CPU-only pods, and the waiting half asks
+// for GPUs that do not come free, so every cycle keeps all of it waiting.
+// Gangs are of 1, 8 and 64 members in turn, by the ACK labels.
+func scaleCluster(s *Store, nodes, pods int) {
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("256"), corev1.ResourceMemory: resource.MustParse("2Ti"),
+		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8"),
+	}
+	for i := 0; i < nodes; i++ {
+		name := fmt.Sprintf("node-%05d", i)
+		s.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+			Status: corev1.NodeStatus{Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}})
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	sizes := []int{1, 8, 64}
+	gang, left := 0, 0
+	size := 0
+	gpusBound := 0
+	for i := 0; i < pods; i++ {
+		if left == 0 {
+			size = sizes[gang%len(sizes)]
+			gang++
+			left = size
+		}
+		left--
+		bound := i < pods/2
+		name := fmt.Sprintf("p-%06d", i)
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fmt.Sprintf("team-%d", gang%10), UID: types.UID("uid-" + name),
+				CreationTimestamp: metav1.Unix(int64(1000+gang), 0),
+				Labels:            map[string]string{LabelACKName: "g" + strconv.Itoa(gang), LabelACKMinAvailable: strconv.Itoa(size)}},
+			Spec:   corev1.PodSpec{SchedulerName: "phalanx", Containers: []corev1.Container{{Name: "c", Image: "none"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending},
+		}
+		switch {
+		case !bound:
+			p.Spec.Containers[0].Resources.Limits = gpu
+		case gpusBound < nodes*8:
+			p.Spec.Containers[0].Resources.Limits = gpu
+			p.Spec.NodeName = fmt.Sprintf("node-%05d", gpusBound/8)
+			p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Unix(2000, 0)}
+			gpusBound++
+		default:
+			p.Spec.Containers[0].Resources.Requests = cpu
+			p.Spec.NodeName = fmt.Sprintf("node-%05d", i%nodes)
+			p.Status.Phase, p.Status.StartTime = corev1.PodRunning, &metav1.Time{Time: time.Unix(2000, 0)}
+		}
+		s.SetPod(p)
+	}
+}
+
+func scaleScheduler(b *testing.B, opts Options) *Scheduler {
+	b.Helper()
+	opts.Now = func() time.Time { return time.Unix(10000, 0) }
+	s, err := New(opts, nil, nil, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scaleCluster(s.store, 5000, 150000)
+	return s
+}
+
+// BenchmarkScaleSnapshot: Store.Snapshot alone.
+func BenchmarkScaleSnapshot(b *testing.B) {
+	s := scaleScheduler(b, Options{})
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		snap, _ := s.store.Snapshot()
+		if len(snap.Gangs) == 0 {
+			b.Fatal("no waiting gangs")
+		}
+	}
+}
+
+// BenchmarkScaleCycle: a whole cycle (snapshot, core, verdicts, statuses)
+// with nothing changed since the previous one.
+func BenchmarkScaleCycle(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		opts Options
+	}{
+		{"plain", Options{}},
+		{"preemption-reservations", Options{Preemption: true, ReserveAfter: time.Minute}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			s := scaleScheduler(b, c.opts)
+			ctx := context.Background()
+			s.cycle(ctx)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				s.cycle(ctx)
+			}
+		})
+	}
+}

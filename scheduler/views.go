@@ -1,0 +1,147 @@
+package scheduler
+
+import (
+	"maps"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A snapshot reuses what it computed for a gang in an earlier snapshot
+// while nothing it was computed from has changed, kube-scheduler's
+// UpdateSnapshot by generation being the model: at 150,000 pods most gangs
+// run untouched from one cycle to the next, and recomputing their views
+// was most of a cycle.
+//
+// What a view is computed from, and what says it changed:
+//   - the gang's members and its PodGroup (or its absence, the one deleted,
+//     why it cannot be read, the failure to create a derived one): gangInfo.gen,
+//     bumped by touch;
+//   - everything any gang may read (Queues' specs, PriorityClasses, namespace
+//     labels, workloads, claims and volumes, restored state, a resource getting
+//     a dimension): Store.epoch;
+//   - its queue's run times, when its estimate comes from them: historyGen.
+// The parts of the snapshot built from a view (the core's gang, a running
+// gang's members, its releases) are rebuilt with it, and the latter two
+// also when the node order changes (they hold node indexes) or a refusal
+// to evict one of its members expires.
+
+// gangCache is what the latest snapshot computed for a gang.
+type gangCache struct {
+	gen, epoch, history uint64 // what view was computed from
+	view                *gangView
+	fromHistory         bool // the estimate is the queue's p90 run time
+	// version counts the views computed; the parts below record the
+	// version and node order they were built from.
+	version uint64
+
+	gang        *core.Gang // the core's gang, for a gang with waiting members
+	gangVersion uint64
+	gangBuilt   bool
+	asked       bool // a pending member asks about the pods on nodes
+
+	running              core.Running // as a candidate victim
+	hasRunning, runBuilt bool
+	runVersion, runOrder uint64
+	runUntil             int64 // a refusal to evict a member ends: rebuild then (0: none)
+
+	releases             []core.Release
+	relBuilt             bool
+	relVersion, relOrder uint64
+}
+
+// touch records that the gang key changed.
+func (s *Store) touch(key string) {
+	if g := s.gangs[key]; g != nil {
+		g.gen++
+	}
+}
+
+// touchPod records that the gang of the pod uid changed.
+func (s *Store) touchPod(uid types.UID) {
+	if p := s.pods[uid]; p != nil {
+		s.touch(p.gang)
+	}
+}
+
+// sameQueueSpec reports whether b changes nothing of a that a gang's view
+// reads: its spec, and its annotations and labels.
+func sameQueueSpec(a, b *v1alpha1.Queue) bool {
+	return equality.Semantic.DeepEqual(a.Spec, b.Spec) && maps.Equal(a.Annotations, b.Annotations) && maps.Equal(a.Labels, b.Labels)
+}
+
+// cached returns g's cache with its view up to date.
+func (s *Store) cached(g *gangInfo) *gangCache {
+	c := g.cache
+	if c == nil {
+		c = &gangCache{}
+		g.cache = c
+	}
+	if c.view != nil && c.gen == g.gen && c.epoch == s.epoch && (!c.fromHistory || c.history == s.historyGen[c.view.queue]) {
+		return c
+	}
+	v := s.view(g)
+	c.view, c.gen, c.epoch, c.version = v, g.gen, s.epoch, c.version+1
+	c.fromHistory = v.estimateFromHistory
+	c.history = s.historyGen[v.queue]
+	return c
+}
+
+// releasesOf returns what g's members give back when it is expected to end
+// (Store.releases), rebuilt only when the view or the node order changed.
+func (s *Store) releasesOf(c *gangCache, g *gangInfo, order []string) []core.Release {
+	if !c.relBuilt || c.relVersion != c.version || c.relOrder != s.orderGen {
+		c.releases = s.releases(c.releases[:0], g, c.view.queue, c.view.estimate, order)
+		c.relBuilt, c.relVersion, c.relOrder = true, c.version, s.orderGen
+	}
+	return c.releases
+}
+
+// runningOf returns g as a candidate victim (Store.running), rebuilt only
+// when the view or the node order changed, or a refusal to evict one of its
+// members ran out.
+func (s *Store) runningOf(c *gangCache, g *gangInfo, order []string, now int64) (core.Running, bool) {
+	if !c.runBuilt || c.runVersion != c.version || c.runOrder != s.orderGen || c.runUntil != 0 && now >= c.runUntil {
+		c.running, c.hasRunning = s.running(g, c.view, order, now)
+		c.runBuilt, c.runVersion, c.runOrder = true, c.version, s.orderGen
+		c.runUntil = 0
+		for _, p := range g.members {
+			if until := s.refused[p.pod.UID]; until > now && (c.runUntil == 0 || until < c.runUntil) {
+				c.runUntil = until
+			}
+		}
+	}
+	return c.running, c.hasRunning
+}
+
+// gangOf returns the core's gang for a gang with waiting members, a copy
+// whose Pending it shares with the cache (the core never modifies a
+// snapshot), and whether a member asks about the pods on nodes.
+func (s *Store) gangOf(c *gangCache, key string) (*core.Gang, bool) {
+	v := c.view
+	if !c.gangBuilt || c.gangVersion != c.version {
+		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember,
+			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, Unsupported: v.unsupported,
+			RequiredLevel: v.requiredLevel, Estimate: v.estimate}
+		cg.Pending = make([]core.Member, len(v.pending))
+		asked := false
+		for i, p := range v.pending {
+			cons := p.cons
+			if v.gpuModel != "" {
+				cons = s.constraints.withLabel(cons, s.gpuModelLabel, v.gpuModel)
+			}
+			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons,
+				Namespace: p.pod.Namespace, Labels: p.pod.Labels}
+			asked = asked || cons.AboutPods()
+			if pp := p.pod.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {
+				cg.NoPreempt = true // the PriorityClass says so; admission copies it to the pods
+			}
+		}
+		c.gang, c.asked, c.gangBuilt, c.gangVersion = cg, asked, true, c.version
+	}
+	cg := *c.gang
+	return &cg, c.asked
+}
