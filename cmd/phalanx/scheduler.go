@@ -104,7 +104,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.address, "address", "127.0.0.1:10280",
 		"address of /healthz, /readyz and /metrics; loopback only by default: in a pod, set :10280 so that probes and\n"+
 			"Prometheus reach it (deploy/deployment.yaml does). Empty disables it")
-	fs.Float64Var(&f.qps, "kube-api-qps", 100, "queries per second to the API server")
+	fs.Float64Var(&f.qps, "kube-api-qps", 100,
+		"queries per second to the API server, for each of its clients: binds, evictions and pod conditions; Events; PodGroups and Queues")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "burst of queries to the API server")
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
@@ -225,7 +226,13 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	}
 	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	cfg.UserAgent = "phalanx-scheduler"
-	kube, err := kubernetes.NewForConfig(cfg)
+	// Kubernetes' own types travel as protobuf, which the API server
+	// encodes and Phalanx decodes several times faster than JSON (a
+	// restart lists every pod); our CRDs can only be JSON.
+	kubeCfg := rest.CopyConfig(cfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return err
 	}
@@ -245,7 +252,14 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		return err
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	// Events go through a client of their own, with its own rate limit, as
+	// kube-scheduler's do: one Event per bound pod must not take the binds'
+	// share of --kube-api-qps.
+	events, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return err
+	}
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: scheduler.EventComponent})
 
