@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
+	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -216,10 +219,44 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
+// streamingLists turns client-go's WatchListClient on when the API server
+// serves streaming lists (the WatchList feature, on by default from
+// Kubernetes 1.34), unless the environment decides
+// (KUBE_FEATURE_WatchListClient): the informers then get their initial
+// state as a stream of watch events, which spares the API server building
+// one response of every pod after a restart. Against an older server the
+// informers would fall back to list and watch, each with an error in the
+// log, so there it stays off.
+type streamingLists struct {
+	clientfeatures.Gates
+	on atomic.Bool
+}
+
+func (g *streamingLists) Enabled(f clientfeatures.Feature) bool {
+	if _, set := os.LookupEnv("KUBE_FEATURE_" + string(f)); f == clientfeatures.WatchListClient && !set {
+		return g.on.Load()
+	}
+	return g.Gates.Enabled(f)
+}
+
+// servesStreamingLists reports whether the API server's version has the
+// WatchList feature on by default.
+func servesStreamingLists(kube kubernetes.Interface) bool {
+	v, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		return false
+	}
+	major, err1 := strconv.Atoi(strings.TrimRight(v.Major, "+"))
+	minor, err2 := strconv.Atoi(strings.TrimRight(v.Minor, "+"))
+	return err1 == nil && err2 == nil && (major > 1 || major == 1 && minor >= 34)
+}
+
 // serve runs the scheduler until ctx ends or, with leader election, until
 // leadership is lost.
 func serve(ctx context.Context, f schedulerFlags) error {
 	logger := klog.FromContext(ctx)
+	streaming := &streamingLists{Gates: clientfeatures.FeatureGates()}
+	clientfeatures.ReplaceFeatureGates(streaming)
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
@@ -236,6 +273,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	if err != nil {
 		return err
 	}
+	streaming.on.Store(servesStreamingLists(kube))
 	client, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return err

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestSchedulerFlags(t *testing.T) {
@@ -55,6 +58,21 @@ func TestSchedulerRejectsBadFlags(t *testing.T) {
 		var stderr bytes.Buffer
 		if code := runScheduler(tt.args, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message saying %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}
+
+func TestServesStreamingLists(t *testing.T) {
+	for _, c := range []struct {
+		major, minor string
+		want         bool
+	}{
+		{"1", "33", false}, {"1", "34", true}, {"1", "35+", true}, {"2", "0", true}, {"1", "", false}, {"", "", false},
+	} {
+		kube := fake.NewClientset()
+		kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: c.major, Minor: c.minor}
+		if got := servesStreamingLists(kube); got != c.want {
+			t.Errorf("server %s.%s: streaming lists %v, want %v", c.major, c.minor, got, c.want)
 		}
 	}
 }
