@@ -495,7 +495,7 @@ func elasticVerdict(v *gangView) verdict {
 // under pod's resourceVersion; after a conflict it reads the pod again, and
 // gives up if it is bound, terminating, another pod, or already says so.
 func (s *Scheduler) patchCondition(ctx context.Context, pod *corev1.Pod, verd verdict, now metav1.Time) error {
-	pods := s.kube.CoreV1().Pods(pod.Namespace)
+	pods := s.opts.StatusKube.CoreV1().Pods(pod.Namespace)
 	for attempt := 0; ; attempt++ {
 		cond, changed := podScheduledCondition(pod, verd, now)
 		if !changed {

@@ -29,7 +29,7 @@ func (s *Scheduler) RunLeading(ctx context.Context, le LeaderElection) error {
 		le.LeaseDuration, le.RenewDeadline, le.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, le.Namespace, le.Name,
-		s.kube.CoreV1(), s.kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
+		s.opts.ElectionKube.CoreV1(), s.opts.ElectionKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: le.Identity})
 	if err != nil {
 		return fmt.Errorf("scheduler: leader election: %w", err)
 	}

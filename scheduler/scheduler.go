@@ -96,6 +96,13 @@ type Options struct {
 	// it (narrow unit tests) it uses typed informers, which one object that
 	// does not decode keeps from syncing.
 	Dynamic dynamic.Interface
+	// StatusKube and ElectionKube, if set, are clients with rate limits of
+	// their own for the pods' PodScheduled conditions and the state
+	// ConfigMap (written by the status writer), and for leader election, as
+	// kube-scheduler keeps its Lease apart: then neither takes the binds'
+	// share of the API server's rate, and binds never delay a renewal of
+	// the Lease. Nil means the kube client passed to New.
+	StatusKube, ElectionKube kubernetes.Interface
 }
 
 // Validate reports the first option that is out of range, named as the
@@ -191,6 +198,12 @@ type Scheduler struct {
 // New builds a scheduler. Nothing runs until Run.
 func New(opts Options, kube kubernetes.Interface, client versioned.Interface, metrics *Metrics, recorder record.EventRecorder) (*Scheduler, error) {
 	opts.defaults()
+	if opts.StatusKube == nil {
+		opts.StatusKube = kube
+	}
+	if opts.ElectionKube == nil {
+		opts.ElectionKube = kube
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

@@ -167,7 +167,7 @@ func (s *Scheduler) saveState() {
 		Labels: map[string]string{"app.kubernetes.io/name": "phalanx-scheduler"}},
 		Data: map[string]string{stateKey: string(data)}}
 	s.writer.put(writeKey{kindState, name}, writeJob{do: func(ctx context.Context) error {
-		cms := s.kube.CoreV1().ConfigMaps(ns)
+		cms := s.opts.StatusKube.CoreV1().ConfigMaps(ns)
 		_, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})

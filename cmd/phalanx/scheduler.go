@@ -108,7 +108,7 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 		"address of /healthz, /readyz and /metrics; loopback only by default: in a pod, set :10280 so that probes and\n"+
 			"Prometheus reach it (deploy/deployment.yaml does). Empty disables it")
 	fs.Float64Var(&f.qps, "kube-api-qps", 100,
-		"queries per second to the API server, for each of its clients: binds, evictions and pod conditions; Events; PodGroups and Queues")
+		"queries per second to the API server, for each of its clients: binds and evictions; pod conditions; Events; the Lease; PodGroups and Queues")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "burst of queries to the API server")
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
@@ -298,6 +298,15 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		return err
 	}
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+	// So do the pods' conditions (with the state ConfigMap) and the Lease.
+	status, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return err
+	}
+	election, err := kubernetes.NewForConfig(kubeCfg)
+	if err != nil {
+		return err
+	}
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: scheduler.EventComponent})
 
@@ -307,7 +316,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
 		Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
-		StateNamespace: f.leaseNamespace}, kube, client, metrics, recorder)
+		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}
