@@ -35,6 +35,7 @@ type result struct {
 	synced, first, all   time.Duration
 	rss, apiRSS, etcdRSS int64 // KiB; 0: not known
 	cycles               *histogram
+	load                 string // the machine's load averages when the last pod was bound
 	note                 string
 }
 
@@ -149,12 +150,13 @@ wait:
 			sample()
 		case <-report.C:
 			bound, _, _ := w.state()
-			logf("%s at QPS %d: %d/%d bound after %s, scheduler RSS %d MiB, apiserver %d MiB, etcd %d MiB, available %d MiB",
+			logf("%s at QPS %d: %d/%d bound after %s, scheduler RSS %d MiB, apiserver %d MiB, etcd %d MiB, available %d MiB, load %s",
 				sched, qps, bound, len(pending), time.Since(start).Round(time.Second), r.rss/1024, r.apiRSS/1024, r.etcdRSS/1024,
-				memAvailableMiB())
+				memAvailableMiB(), loadavg())
 		}
 	}
 	sample()
+	r.load = loadavg()
 	bound, first, last := w.state()
 	r.bound = bound
 	if !first.IsZero() {
@@ -281,6 +283,15 @@ func (w *watcher) state() (bound int, first, last time.Time) {
 }
 
 func (w *watcher) stop() { close(w.quit) }
+
+// loadavg is the machine's 1, 5 and 15 minute load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -444,8 +455,8 @@ func (r result) cycleText() string {
 
 func (r result) line() string {
 	a, s := r.rates()
-	text := fmt.Sprintf("%s at QPS %d: %d/%d pending pods bound; synced %s s, first bind %s s, all bound %s s; pods/s %s after the first bind, %s from start; peak RSS %s MiB, apiserver %s MiB, etcd %s MiB; cycle p50/p90/p99 %s ms",
-		r.sched, r.qps, r.bound, r.pods, secs(r.synced), secs(r.first), secs(r.all), a, s, mib(r.rss), mib(r.apiRSS), mib(r.etcdRSS), r.cycleText())
+	text := fmt.Sprintf("%s at QPS %d: %d/%d pending pods bound; synced %s s, first bind %s s, all bound %s s; pods/s %s after the first bind, %s from start; peak RSS %s MiB, apiserver %s MiB, etcd %s MiB; cycle p50/p90/p99 %s ms; load average %s",
+		r.sched, r.qps, r.bound, r.pods, secs(r.synced), secs(r.first), secs(r.all), a, s, mib(r.rss), mib(r.apiRSS), mib(r.etcdRSS), r.cycleText(), r.load)
 	if r.note != "" {
 		text += " (" + r.note + ")"
 	}
@@ -454,16 +465,16 @@ func (r result) line() string {
 
 func printTable(results []result) {
 	fmt.Println()
-	fmt.Println("| scheduler | client QPS | pending pods | informers synced (s) | first bind (s) | all bound (s) | pods/s after first bind | pods/s from start | scheduler peak RSS (MiB) | apiserver RSS (MiB) | etcd RSS (MiB) | cycle p50 / p90 / p99 (ms, bucket estimates) |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Println("| scheduler | client QPS | pending pods | informers synced (s) | first bind (s) | all bound (s) | pods/s after first bind | pods/s from start | scheduler peak RSS (MiB) | apiserver RSS (MiB) | etcd RSS (MiB) | cycle p50 / p90 / p99 (ms, bucket estimates) | load average at the end |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, r := range results {
 		a, s := r.rates()
 		pods := strconv.Itoa(r.pods)
 		if r.bound != r.pods {
 			pods = fmt.Sprintf("%d (%d bound: %s)", r.pods, r.bound, r.note)
 		}
-		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.sched, r.qps, pods,
-			secs(r.synced), secs(r.first), secs(r.all), a, s, mib(r.rss), mib(r.apiRSS), mib(r.etcdRSS), r.cycleText())
+		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.sched, r.qps, pods,
+			secs(r.synced), secs(r.first), secs(r.all), a, s, mib(r.rss), mib(r.apiRSS), mib(r.etcdRSS), r.cycleText(), r.load)
 	}
 	fmt.Println()
 	fmt.Println("Times are from the scheduler's process start (raw: from its first bind request). RSS: the scheduler's VmHWM; the API server's and etcd's highest VmRSS sampled during the run.")
