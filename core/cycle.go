@@ -97,6 +97,7 @@ type cycle struct {
 	// pods indexes the pods on nodes when some use pod affinity, spread or
 	// host ports (podconstraints.go); pin narrows an anchored placement.
 	pods      *podIndex
+	verdicts  *verdicts // of the node filters (filter.go)
 	pin       pinned
 	lastShape shapeKey
 	lastCheck *podCheck
@@ -118,6 +119,7 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 
 		failedGangs: make(map[gangSignature]GangStatus),
 		pods:        newPodIndex(snap),
+		verdicts:    newVerdicts(snap.Nodes),
 	}
 	c.diag.Pending = make([]GangStatus, 0, len(snap.Gangs))
 	for i := range snap.Queues {

@@ -75,6 +75,49 @@ func filter(n *Node, c *Constraints) filterResult {
 	return feasible
 }
 
+// verdicts remembers, for one cycle, filter's verdict on each node for each
+// constraints a member asked with: neither the nodes nor the constraints
+// change within a cycle, and a cycle asks about the same few constraints
+// over and over. Constraints are told apart by pointer, as the memos of the
+// cycle do; each one asked about costs a byte per node.
+type verdicts struct {
+	nodes  []Node
+	byCons map[*Constraints][]uint8 // filterResult+1 by node; 0 is not known yet
+	last   *Constraints
+	lastV  []uint8
+}
+
+func newVerdicts(nodes []Node) *verdicts {
+	return &verdicts{nodes: nodes, byCons: make(map[*Constraints][]uint8)}
+}
+
+// of returns the verdicts of members with constraints c, for at.
+func (v *verdicts) of(c *Constraints) []uint8 {
+	if v.lastV != nil && c == v.last {
+		return v.lastV
+	}
+	vs, ok := v.byCons[c]
+	if !ok {
+		vs = make([]uint8, len(v.nodes))
+		v.byCons[c] = vs
+	}
+	v.last, v.lastV = c, vs
+	return vs
+}
+
+// at returns filter(node n, c), where vs is v.of(c).
+func (v *verdicts) at(vs []uint8, n int, c *Constraints) filterResult {
+	if f := vs[n]; f != 0 {
+		return filterResult(f - 1)
+	}
+	f := filter(&v.nodes[n], c)
+	vs[n] = uint8(f) + 1
+	return f
+}
+
+// filter returns filter(node n, c), remembered.
+func (v *verdicts) filter(n int, c *Constraints) filterResult { return v.at(v.of(c), n, c) }
+
 func repels(e TaintEffect) bool { return e == NoSchedule || e == NoExecute }
 
 func tolerated(t *Taint, tols []Toleration) bool {

@@ -37,6 +37,19 @@ func newFreeIndex(nodes []Node, gpu int) *freeIndex {
 		}
 	}
 	x.buckets = make([][]int32, maxGPU+1)
+	x.refile(nodes)
+	return x
+}
+
+// refile files every schedulable node of nodes afresh by what x.free says
+// it has free, in node order, reusing x's memory: the index is then the one
+// newFreeIndex builds over nodes with those free resources. It drops the
+// domains.
+func (x *freeIndex) refile(nodes []Node) {
+	for b := range x.buckets {
+		x.buckets[b] = x.buckets[b][:0]
+	}
+	x.total, x.top, x.dom = Vector{}, -1, nil
 	for i := range nodes {
 		x.pos[i], x.bucket[i] = -1, -1
 		if nodes[i].Unschedulable {
@@ -45,7 +58,6 @@ func newFreeIndex(nodes []Node, gpu int) *freeIndex {
 		x.total = x.total.Add(x.free[i])
 		x.file(i)
 	}
-	return x
 }
 
 // bucketOf is the bucket for a free vector: its accelerator count clamped to

@@ -168,7 +168,8 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 			return -1, false
 		}
 	}
-	x, nodes := c.x, c.snap.Nodes
+	x, flt := c.x, c.verdicts
+	vs := flt.of(m.Constraints)
 	roomy := false // some node has the room and passes the node filters
 	fits := func(n int) bool {
 		if !r.Fits(x.free[n]) {
@@ -177,7 +178,7 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 		// The pod checks first, as they are cheaper than the node filters,
 		// which a node they refuse needs only while none had room.
 		others := pc == nil || c.pods.checkNode(pc, n) == feasible && c.pin.admits(m, n)
-		if !others && roomy || filter(&nodes[n], m.Constraints) != feasible || !c.mayUse(n, r, t) {
+		if !others && roomy || flt.at(vs, n, m.Constraints) != feasible || !c.mayUse(n, r, t) {
 			return false
 		}
 		roomy = true
@@ -303,8 +304,9 @@ type nodeReport struct {
 
 func (c *cycle) report(r Vector, cons *Constraints, pc *podCheck) *nodeReport {
 	rep := &nodeReport{req: r, nodes: len(c.snap.Nodes)}
+	vs := c.verdicts.of(cons)
 	for n := range c.snap.Nodes {
-		if f := filter(&c.snap.Nodes[n], cons); f != feasible {
+		if f := c.verdicts.at(vs, n, cons); f != feasible {
 			rep.byFilter[f]++
 			continue
 		}

@@ -851,7 +851,7 @@ func (c *cycle) placeAnchored(g *Gang, members []Member, t *txn) bool {
 	}
 	free := make([]Vector, tk.n)
 	for n := range c.snap.Nodes {
-		if d := tk.of[n]; d >= 0 && c.x.bucket[n] >= 0 && filter(&c.snap.Nodes[n], anchor.Constraints) == feasible {
+		if d := tk.of[n]; d >= 0 && c.x.bucket[n] >= 0 && c.verdicts.filter(n, anchor.Constraints) == feasible {
 			free[d] = free[d].Add(c.x.free[n])
 		}
 	}

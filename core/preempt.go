@@ -408,7 +408,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 func (c *cycle) relevant(u *unit, g *Gang) bool {
 	cons := g.Pending[0].Constraints
 	for _, mi := range u.members {
-		if filter(&c.snap.Nodes[u.run.Members[mi].Node], cons) == feasible {
+		if c.verdicts.filter(u.run.Members[mi].Node, cons) == feasible {
 			return true
 		}
 	}

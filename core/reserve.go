@@ -52,14 +52,6 @@ type reservation struct {
 	spare []Vector
 }
 
-// reserveAfter is the wait after which g deserves a reservation, or 0.
-func (c *cycle) reserveAfter(g *Gang) int64 {
-	if qs := c.queues[g.Queue]; qs != nil && qs.q.ReserveAfter > 0 {
-		return qs.q.ReserveAfter
-	}
-	return c.cfg.ReserveAfter
-}
-
 // reserveTries bounds how many candidates reserve tries per reservation.
 const reserveTries = 4
 
@@ -72,6 +64,10 @@ func (c *cycle) reserve() {
 		if qs.q.Closed {
 			continue
 		}
+		after := c.cfg.ReserveAfter
+		if qs.q.ReserveAfter > 0 {
+			after = qs.q.ReserveAfter
+		}
 		head := qs.q.StrictOrder // the next unsatisfied gang is the queue's head
 		for _, g := range qs.gangs {
 			if g.Bound >= g.MinMember {
@@ -79,7 +75,7 @@ func (c *cycle) reserve() {
 			}
 			isHead := head
 			head = false
-			if after := c.reserveAfter(g); !isHead && (after <= 0 || c.now-g.Arrival < after) {
+			if !isHead && (after <= 0 || c.now-g.Arrival < after) {
 				continue
 			}
 			_, want := minimumOf(g)
@@ -92,25 +88,11 @@ func (c *cycle) reserve() {
 	if len(cands) == 0 {
 		return
 	}
-	// Partial gangs come first in the cycle too. The order ends on the
-	// gangs' unique IDs: an unstable sort gives the one result.
-	before := partialFirst(gangBefore)
-	slices.SortFunc(cands, func(a, b *Gang) int {
-		if before(a, b) {
-			return -1
-		}
-		if before(b, a) {
-			return 1
-		}
-		return 0
-	})
-	releases := make([]Release, 0, len(c.snap.Releases))
-	for _, r := range c.snap.Releases {
-		if r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
-			releases = append(releases, r)
-		}
-	}
-	slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
+	// Partial gangs come first in the cycle too. Only the first few
+	// candidates are ever tried: they are taken from a heap in that order
+	// rather than sorted all (the order ends on the gangs' unique IDs).
+	heapifyCands(cands)
+	releases := c.sortedReleases()
 	limit := max(c.cfg.Reservations, 1)
 	var taken []placement // what earlier reservations will hold
 	var own []Release
@@ -118,10 +100,13 @@ func (c *cycle) reserve() {
 	// A gang that fits at no foreseeable time is passed over for the next,
 	// but the tries are bounded: each costs a placement over the cluster.
 	tries := 0
-	for _, cand := range cands {
+	var fs *futures
+	for len(cands) > 0 {
 		if len(c.resvs) == limit || tries == reserveTries*limit {
 			break
 		}
+		var cand *Gang
+		cand, cands = popCand(cands)
 		rel := releases
 		if c.queues[cand.Queue].share > 1 {
 			if ownRoom == nil {
@@ -145,36 +130,217 @@ func (c *cycle) reserve() {
 			rel = own
 		}
 		tries++
-		res, placed := c.reserveFor(cand, rel, taken)
+		if fs == nil {
+			fs = c.newFutures()
+		}
+		res, placed := c.reserveFor(fs, cand, rel, taken)
 		if res == nil {
 			continue
 		}
 		c.resvs = append(c.resvs, res)
 		taken = append(taken, placed...)
 		if cand.Estimate > 0 {
+			// As a stable sort by time would: after every release of the
+			// same time, in the order of placed.
+			at := res.start + cand.Estimate
+			i, _ := slices.BinarySearchFunc(releases, at, func(r Release, at int64) int {
+				if r.At <= at {
+					return -1
+				}
+				return 1
+			})
+			add := make([]Release, 0, len(placed))
 			for _, p := range placed {
-				releases = append(releases, Release{Node: p.node, Amount: p.req, At: res.start + cand.Estimate, Queue: cand.Queue})
+				add = append(add, Release{Node: p.node, Amount: p.req, At: at, Queue: cand.Queue})
 			}
-			slices.SortStableFunc(releases, func(a, b Release) int { return cmp.Compare(a.At, b.At) })
+			releases = slices.Insert(releases, i, add...)
 		}
 	}
+}
+
+// sortedReleases returns the snapshot's releases that are counted on (a
+// known time, a known node), stably sorted by time.
+func (c *cycle) sortedReleases() []Release {
+	releases := make([]Release, 0, len(c.snap.Releases))
+	sorted := true
+	for _, r := range c.snap.Releases {
+		if r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
+			if len(releases) > 0 && r.At < releases[len(releases)-1].At {
+				sorted = false
+			}
+			releases = append(releases, r)
+		}
+	}
+	if sorted {
+		return releases
+	}
+	// Sorting by time then position is the stable sort by time; the
+	// releases themselves are moved once.
+	type key struct {
+		at int64
+		i  int32
+	}
+	keys := make([]key, len(releases))
+	for i, r := range releases {
+		keys[i] = key{r.At, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	out := make([]Release, len(releases))
+	for i, k := range keys {
+		out[i] = releases[k.i]
+	}
+	return out
+}
+
+// candBefore is the order of reservation candidates: partialFirst(gangBefore).
+func candBefore(a, b *Gang) bool {
+	if pa, pb := partial(a), partial(b); pa != pb {
+		return pa
+	}
+	return gangBefore(a, b)
+}
+
+// heapifyCands makes h a heap by candBefore, the first candidate on top.
+func heapifyCands(h []*Gang) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftCand(h, i)
+	}
+}
+
+// popCand returns the first candidate of heap h and the heap without it.
+func popCand(h []*Gang) (*Gang, []*Gang) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = nil
+	h = h[:last]
+	siftCand(h, 0)
+	return top, h
+}
+
+func siftCand(h []*Gang, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && candBefore(h[r], h[l]) {
+			m = r
+		}
+		if !candBefore(h[m], h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// futures is the scratch of the cycle's reservation searches: the cluster
+// as it will be once some releases happened, and a cycle of its own to
+// place a gang over it. Each try rebuilds the free index in place, with the
+// nodes filed as newFreeIndex would file them, so a try places exactly as
+// a cycle over a copy of the nodes with those resources used would.
+type futures struct {
+	fc    cycle
+	x     freeIndex
+	dom   *domains // kept from one try to the next, its free recomputed
+	now   []Vector // what every node has free now
+	cur   []Vector // free after the first k releases, before placement
+	k     int
+	total Vector // the sum over schedulable nodes of cur, less what is below zero
+	t     txn
+}
+
+func (c *cycle) newFutures() *futures {
+	n := len(c.snap.Nodes)
+	fs := &futures{
+		now: make([]Vector, n),
+		cur: make([]Vector, n),
+		x: freeIndex{gpu: c.x.gpu, free: make([]Vector, n), pos: make([]int32, n), bucket: make([]int32, n),
+			buckets: make([][]int32, len(c.x.buckets))},
+	}
+	for i := range c.snap.Nodes {
+		fs.now[i] = c.snap.Nodes[i].Allocatable.Sub(c.snap.Nodes[i].Used)
+	}
+	fs.fc = cycle{cfg: c.cfg, snap: &Snapshot{Resources: c.snap.Resources, Nodes: c.snap.Nodes}, now: c.now,
+		x: &fs.x, unfit: make(map[shapeKey]*nodeReport), trialing: true, verdicts: c.verdicts}
+	return fs
+}
+
+// start sets the future to now, less what taken lists and the holds of
+// gangs other than g, with no release counted yet.
+func (fs *futures) start(c *cycle, g *Gang, taken []placement) {
+	copy(fs.cur, fs.now)
+	for _, p := range taken {
+		fs.cur[p.node] = fs.cur[p.node].Sub(p.req)
+	}
+	for id, hs := range c.holds {
+		if id == g.ID {
+			continue
+		}
+		for _, h := range hs {
+			fs.cur[h.node] = fs.cur[h.node].Sub(h.amount) // held for its gang from now on
+		}
+	}
+	fs.k = 0
+	fs.total = Vector{}
+	for n := range fs.cur {
+		if !c.snap.Nodes[n].Unschedulable {
+			fs.total = fs.total.Add(positive(fs.cur[n]))
+		}
+	}
+}
+
+// seek moves the future to the moment the first k of releases happened.
+func (fs *futures) seek(c *cycle, releases []Release, k int) {
+	for ; fs.k < k; fs.k++ {
+		r := &releases[fs.k]
+		fs.set(c, r.Node, fs.cur[r.Node].Add(r.Amount))
+	}
+	for fs.k > k {
+		fs.k--
+		r := &releases[fs.k]
+		fs.set(c, r.Node, fs.cur[r.Node].Sub(r.Amount))
+	}
+}
+
+func (fs *futures) set(c *cycle, n int, f Vector) {
+	if !c.snap.Nodes[n].Unschedulable {
+		fs.total = fs.total.Sub(positive(fs.cur[n])).Add(positive(f))
+	}
+	fs.cur[n] = f
+}
+
+// positive returns v with what is below zero counted as zero.
+func positive(v Vector) Vector {
+	for d := range v {
+		v[d] = max(v[d], 0)
+	}
+	return v
 }
 
 // reserveFor finds the earliest time at which g's minimum fits, once the
 // first of releases happened and with what taken lists held, and reserves
 // the nodes of that placement; nil if it never fits.
-func (c *cycle) reserveFor(g *Gang, releases []Release, taken []placement) (*reservation, []placement) {
+func (c *cycle) reserveFor(fs *futures, g *Gang, releases []Release, taken []placement) (*reservation, []placement) {
+	fs.start(c, g, taken)
 	// The smallest k such that the gang fits once the first k releases
 	// happened; fitting is monotone in k.
-	placed, future, fits := c.fitsAfter(g, releases, taken)
+	placed, free, fits := c.fitsAfter(fs, g, releases, len(releases))
 	if !fits {
 		return nil, nil
 	}
 	k := len(releases)
 	for lo, hi := 0, len(releases); lo < hi; {
 		mid := (lo + hi) / 2
-		if p, f, fits := c.fitsAfter(g, releases[:mid], taken); fits {
-			hi, k, placed, future = mid, mid, p, f
+		if p, f, fits := c.fitsAfter(fs, g, releases, mid); fits {
+			hi, k, placed, free = mid, mid, p, f
 		} else {
 			lo = mid + 1
 		}
@@ -185,11 +351,11 @@ func (c *cycle) reserveFor(g *Gang, releases []Release, taken []placement) (*res
 	}
 	res := &reservation{gang: g, start: start, nodes: make([]bool, len(c.snap.Nodes)),
 		spare: make([]Vector, len(c.snap.Nodes))}
-	for _, p := range placed {
+	for i, p := range placed {
 		if !res.nodes[p.node] {
 			res.nodes[p.node] = true
 			res.count++
-			res.spare[p.node] = future[p.node].Allocatable.Sub(future[p.node].Used)
+			res.spare[p.node] = free[i]
 		}
 		res.spare[p.node] = res.spare[p.node].Sub(p.req)
 	}
@@ -201,35 +367,36 @@ func (c *cycle) reserveFor(g *Gang, releases []Release, taken []placement) (*res
 	return res, placed
 }
 
-// fitsAfter reports whether g's minimum fits once releases happened, and
-// where, by placing it in a cycle of its own over that future state, which
-// it returns too.
-func (c *cycle) fitsAfter(g *Gang, releases []Release, taken []placement) ([]placement, []Node, bool) {
-	nodes := slices.Clone(c.snap.Nodes)
-	for _, p := range taken {
-		nodes[p.node].Used = nodes[p.node].Used.Add(p.req)
-	}
-	for _, r := range releases {
-		nodes[r.Node].Used = nodes[r.Node].Used.Sub(r.Amount)
-	}
-	for id, hs := range c.holds {
-		if id == g.ID {
-			continue
-		}
-		for _, h := range hs {
-			nodes[h.node].Used = nodes[h.node].Used.Add(h.amount) // held for its gang from now on
-		}
-	}
-	future := &Snapshot{Resources: c.snap.Resources, Nodes: nodes}
-	fc := &cycle{cfg: c.cfg, snap: future, now: c.now,
-		x:     newFreeIndex(nodes, c.x.gpu),
-		unfit: make(map[shapeKey]*nodeReport), failedGangs: make(map[gangSignature]GangStatus)}
+// fitsAfter reports whether g's minimum fits once the first k of releases
+// happened, and where, by placing it in a cycle of its own over that future
+// state; with each placement, what its node had free before any was made.
+// A future whose free resources do not add up to the minimum is refused
+// without a try: no placement could succeed there.
+func (c *cycle) fitsAfter(fs *futures, g *Gang, releases []Release, k int) ([]placement, []Vector, bool) {
+	fs.seek(c, releases, k)
 	members, want := minimumOf(g)
-	t := &txn{}
-	if _, ok := fc.placeMinimum(g, members, want, t); !ok {
+	if !want.Fits(fs.total) {
 		return nil, nil, false
 	}
-	return slices.Clone(t.placed), nodes, true
+	copy(fs.x.free, fs.cur)
+	fs.x.refile(c.snap.Nodes)
+	if fs.dom != nil {
+		fs.dom.refree(&fs.x)
+		fs.x.dom = fs.dom
+	}
+	fc := &fs.fc
+	clear(fc.unfit)
+	_, ok := fc.placeMinimum(g, members, want, &fs.t)
+	fs.dom = fs.x.dom
+	if !ok {
+		return nil, nil, false
+	}
+	placed := slices.Clone(fs.t.placed)
+	free := make([]Vector, len(placed))
+	for i, p := range placed {
+		free[i] = fs.cur[p.node]
+	}
+	return placed, free, true
 }
 
 // mayUse reports whether the gang being placed may put a member with

@@ -112,6 +112,20 @@ func (d *domains) move(n int, old, f Vector) {
 	}
 }
 
+// refree recomputes the domains' free resources from x, an index of the
+// same nodes as the one they were computed over (the same schedulable
+// nodes): the domains are then those newDomains computes over x.
+func (d *domains) refree(x *freeIndex) {
+	for l := range d.free {
+		clear(d.free[l])
+		for n, id := range d.of[l] {
+			if id >= 0 {
+				d.free[l][id] = d.free[l][id].Add(x.free[n])
+			}
+		}
+	}
+}
+
 // candidates appends to dst the domains of level l whose free resources hold
 // want, best-fitting first, at most maxDomainsTried of them.
 func (d *domains) candidates(dst []int32, l int, want Vector, gpu int) []int32 {
