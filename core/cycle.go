@@ -78,6 +78,8 @@ type cycle struct {
 	diag          Diagnostics
 	scratch       txn
 	candBuf       []int32
+	keys          []gangKey // scratch of sortGangs
+	wantBuf       []Vector
 	now           int64
 	// resvs are the cycle's reservations (reserve.go); bit i of open says
 	// whether the gang being placed may use the nodes of resvs[i].
@@ -136,29 +138,35 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 }
 
 // admit files g under its queue, or reports why it cannot be considered at
-// all. It returns the queue state, or nil when g was reported.
-func (c *cycle) admit(g *Gang) *queueState {
+// all. It returns the queue state and the total request of the members g
+// still needs to reach MinMember, pod slots included (minimumOf); or nil
+// when g was reported.
+func (c *cycle) admit(g *Gang) (*queueState, Vector) {
 	if st, bad := validate(g, c.cfg.Topology); bad {
 		c.diag.Pending = append(c.diag.Pending, st)
-		return nil
+		return nil, Vector{}
 	}
 	qs := c.queues[g.Queue]
 	if qs == nil {
 		c.pending(g, ReasonQueueNotFound, 0, fmt.Sprintf("queue %q does not exist", g.Queue))
-		return nil
+		return nil, Vector{}
 	}
-	if msg := c.neverFits(g); msg != "" {
+	var want Vector
+	if g.Bound < g.MinMember {
+		_, want = minimumOf(g)
+	}
+	if msg := c.neverFits(g, want); msg != "" {
 		c.pending(g, ReasonExceedsCluster, g.MinMember-g.Bound, msg)
-		return nil
+		return nil, Vector{}
 	}
-	return qs
+	return qs, want
 }
 
 // neverFits says why g's minimum can never fit, or "": the members it
 // still needs ask more of some resource than every node of the cluster has
 // together, used or not. Such a gang is not placed, and evicts nothing:
-// no eviction would make room.
-func (c *cycle) neverFits(g *Gang) string {
+// no eviction would make room. want is minimumOf(g)'s total.
+func (c *cycle) neverFits(g *Gang, want Vector) string {
 	if g.Bound >= g.MinMember || c.cfg.Ordering == StrictFIFO {
 		// Only elastic members wait; or the strict FIFO baseline, which
 		// blocks behind such a gang as the schedulers it models do.
@@ -170,7 +178,6 @@ func (c *cycle) neverFits(g *Gang) string {
 		}
 		c.capacityKnown = true
 	}
-	_, want := minimumOf(g)
 	for _, d := range dimsByImportance {
 		if want[d] > c.capacity[d] {
 			return fmt.Sprintf("can never fit: the cluster has %s, the gang needs %s",
@@ -222,8 +229,9 @@ func (c *cycle) runFairShare() {
 		if g == nil {
 			continue
 		}
-		if qs := c.admit(g); qs != nil {
+		if qs, want := c.admit(g); qs != nil {
 			qs.gangs = append(qs.gangs, g)
+			qs.wants = append(qs.wants, want)
 		}
 	}
 	var total Vector
@@ -238,9 +246,9 @@ func (c *cycle) runFairShare() {
 			continue
 		}
 		if c.cfg.ShortestFirst && !qs.q.StrictOrder {
-			sortGangs(qs.gangs, partialFirst(shorterBefore))
+			c.sortQueue(qs, byEstimate)
 		} else {
-			sortGangs(qs.gangs, partialFirst(gangBefore))
+			c.sortQueue(qs, byPriority)
 		}
 		qs.demand = qs.allocated
 		for _, g := range qs.gangs {
@@ -293,7 +301,7 @@ func (c *cycle) visitNext(qs *queueState) {
 	case qs.blockedBy != nil && g.Bound < g.MinMember:
 		c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
 			Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
-	case c.tryGang(g, qs):
+	case c.tryGang(g, qs, qs.wants[qs.next-1]):
 		qs.updateShare()
 	case qs.q.StrictOrder:
 		qs.blockedBy = g
@@ -307,10 +315,10 @@ func (c *cycle) runStrictFIFO() {
 			gangs = append(gangs, g)
 		}
 	}
-	sortGangs(gangs, arrivedBefore)
+	c.keys, _ = sortGangs(gangs, byArrival, c.keys)
 	var head *Gang
 	for _, g := range gangs {
-		qs := c.admit(g)
+		qs, want := c.admit(g)
 		if qs == nil {
 			continue
 		}
@@ -321,15 +329,15 @@ func (c *cycle) runStrictFIFO() {
 			}
 			continue
 		}
-		if !c.tryGang(g, qs) {
+		if !c.tryGang(g, qs, want) {
 			head = g
 		}
 	}
 }
 
 // tryGang places what g needs to reach MinMember, all or nothing, and
-// reports whether g is now satisfied.
-func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
+// reports whether g is now satisfied. want is what admit returned.
+func (c *cycle) tryGang(g *Gang, qs *queueState, want Vector) bool {
 	need := g.MinMember - g.Bound
 	if need <= 0 {
 		c.satisfied = append(c.satisfied, elastic{g: g, qs: qs})
@@ -339,7 +347,6 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 		c.pending(g, ReasonQueueClosed, need, fmt.Sprintf("queue %s is closed", qs.q.Name))
 		return false
 	}
-	_, want := minimumOf(g)
 	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
 		name := c.snap.Resources.Name(d)
 		if want[d] > qs.q.Capability[d] {
@@ -357,12 +364,14 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	c.openHolds(g)
 	defer func() { c.open = 0 }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
+	stuck := stuckGang{g: g, qs: qs, want: want, sig: sig, uniform: uniform}
 	sig.shape.open, sig.shape.holder = c.open, c.holder
 	uniform = uniform && c.alike(g.Pending[:need])
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
-			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
+			stuck.status = len(c.diag.Pending)
+			c.stuck = append(c.stuck, stuck)
 			c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 			c.closeHolds(false)
 			return false
@@ -371,7 +380,8 @@ func (c *cycle) tryGang(g *Gang, qs *queueState) bool {
 	t := &c.scratch
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok && !c.placeAnchored(g, g.Pending[:need], t) {
 		if st.Reason == ReasonUnschedulable {
-			c.stuck = append(c.stuck, stuckGang{g: g, qs: qs, status: len(c.diag.Pending)})
+			stuck.status = len(c.diag.Pending)
+			c.stuck = append(c.stuck, stuck)
 		}
 		c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 		if uniform {
@@ -446,6 +456,18 @@ func exceeds(v, limit Vector) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// sortQueue sorts the gangs of qs, and their wants with them, in order o.
+func (c *cycle) sortQueue(qs *queueState, o gangOrder) {
+	var sorted bool
+	if c.keys, sorted = sortGangs(qs.gangs, o, c.keys); sorted {
+		return
+	}
+	c.wantBuf = append(c.wantBuf[:0], qs.wants...)
+	for i, k := range c.keys {
+		qs.wants[i] = c.wantBuf[k.at]
+	}
 }
 
 func sortQueuesByName(qs []*queueState) {

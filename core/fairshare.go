@@ -1,9 +1,11 @@
 package core
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
 	"slices"
+	"strings"
 )
 
 // This file orders queues by fair share.
@@ -31,7 +33,8 @@ type queueState struct {
 	demand    Vector
 	deserved  Vector
 	gangs     []*Gang
-	next      int // index of the next gang to visit
+	wants     []Vector // by gang: what admit returned
+	next      int      // index of the next gang to visit
 	// blockedBy, in a StrictOrder queue, is the gang that did not fit.
 	blockedBy *Gang
 	share     float64
@@ -194,25 +197,77 @@ func arrivedBefore(a, b *Gang) bool {
 	return a.ID < b.ID
 }
 
-// sortGangs sorts gangs by less, after checking in linear time whether they
-// already are, as callers that keep gangs in arrival order usually make them.
-// Every order of gangs ends on their IDs, unique in a snapshot: no two gangs
-// are equal, so an unstable sort gives the one result.
-func sortGangs(gangs []*Gang, less func(a, b *Gang) bool) {
-	for i := 1; i < len(gangs); i++ {
-		if less(gangs[i], gangs[i-1]) {
-			slices.SortFunc(gangs, func(a, b *Gang) int {
-				switch {
-				case less(a, b):
-					return -1
-				case less(b, a):
-					return 1
-				}
-				return 0
-			})
-			return
+// gangOrder is an order in which a cycle visits gangs.
+type gangOrder uint8
+
+const (
+	byArrival  gangOrder = iota // arrivedBefore
+	byPriority                  // partialFirst(gangBefore)
+	byEstimate                  // partialFirst(shorterBefore)
+)
+
+// gangKey is a gang's place in a gangOrder: keys compare field by field,
+// then by the gang's ID.
+type gangKey struct {
+	first    uint64 // partial gangs first, then higher priority
+	estimate int64
+	arrival  int64
+	g        *Gang
+	at       int32 // the gang's index before sorting
+}
+
+func (o gangOrder) key(g *Gang) gangKey {
+	k := gangKey{arrival: g.Arrival, g: g}
+	if o == byArrival {
+		return k
+	}
+	k.first = uint64(math.MaxInt32 - int64(g.Priority)) // fits 32 bits
+	if !partial(g) {
+		k.first |= 1 << 32
+	}
+	if o == byEstimate {
+		k.estimate = estimateOrMax(g)
+	}
+	return k
+}
+
+func compareGangKeys(a, b gangKey) int {
+	switch {
+	case a.first != b.first:
+		return cmp.Compare(a.first, b.first)
+	case a.estimate != b.estimate:
+		return cmp.Compare(a.estimate, b.estimate)
+	case a.arrival != b.arrival:
+		return cmp.Compare(a.arrival, b.arrival)
+	}
+	return strings.Compare(a.g.ID, b.g.ID)
+}
+
+// sortGangs sorts gangs in order o, after checking in linear time whether
+// they already are, as callers that keep gangs in arrival order usually
+// make them, and says which. keys is scratch space, returned for reuse,
+// holding the gangs' keys in order (each with the gang's index before).
+// Every order of gangs ends on their IDs, unique in a snapshot: no two
+// gangs are equal, so an unstable sort gives the one result.
+func sortGangs(gangs []*Gang, o gangOrder, keys []gangKey) ([]gangKey, bool) {
+	keys = keys[:0]
+	sorted := true
+	for i, g := range gangs {
+		k := o.key(g)
+		k.at = int32(i)
+		keys = append(keys, k)
+		if sorted && i > 0 && compareGangKeys(keys[i], keys[i-1]) < 0 {
+			sorted = false
 		}
 	}
+	if sorted {
+		return keys, true
+	}
+	slices.SortFunc(keys, compareGangKeys)
+	for i := range keys {
+		gangs[i] = keys[i].g
+	}
+	return keys, false
 }
 
 // mulDiv returns a*b/c for non-negative a and 0 < b <= c without

@@ -76,6 +76,11 @@ type stuckGang struct {
 	g      *Gang
 	qs     *queueState
 	status int
+	// want is minimumOf(g)'s total; sig and uniform are signatureOf its
+	// members.
+	want    Vector
+	sig     gangSignature
+	uniform bool
 }
 
 type preemptKey struct {
@@ -249,8 +254,8 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	if g.NoPreempt {
 		return
 	}
-	members, want := minimumOf(g)
-	sig, uniform := signatureOf(members, g.RequiredLevel)
+	members, want := g.Pending[:g.MinMember-g.Bound], s.want
+	sig, uniform := s.sig, s.uniform
 	key := preemptKey{sig: sig, queue: qs, priority: g.Priority}
 	if uniform && p.failed[key] {
 		return

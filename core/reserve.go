@@ -69,7 +69,7 @@ func (c *cycle) reserve() {
 			after = qs.q.ReserveAfter
 		}
 		head := qs.q.StrictOrder // the next unsatisfied gang is the queue's head
-		for _, g := range qs.gangs {
+		for i, g := range qs.gangs {
 			if g.Bound >= g.MinMember {
 				continue
 			}
@@ -78,8 +78,7 @@ func (c *cycle) reserve() {
 			if !isHead && (after <= 0 || c.now-g.Arrival < after) {
 				continue
 			}
-			_, want := minimumOf(g)
-			if _, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
+			if _, over := exceeds(qs.allocated.Add(qs.wants[i]), qs.q.Capability); over {
 				continue // its queue would not let it run: reserving would only idle nodes
 			}
 			cands = append(cands, g)
