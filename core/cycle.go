@@ -78,7 +78,7 @@ type cycle struct {
 	diag          Diagnostics
 	scratch       txn
 	candBuf       []int32
-	keys          []gangKey // scratch of sortGangs
+	sorter        gangSorter
 	wantBuf       []Vector
 	now           int64
 	// resvs are the cycle's reservations (reserve.go); bit i of open says
@@ -301,7 +301,7 @@ func (c *cycle) visitNext(qs *queueState) {
 	case qs.blockedBy != nil && g.Bound < g.MinMember:
 		c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
 			Need: g.MinMember - g.Bound, blockedBy: qs.blockedBy.ID, strictQueue: qs.q.Name})
-	case c.tryGang(g, qs, qs.wants[qs.next-1]):
+	case c.tryGang(g, qs, qs.next-1):
 		qs.updateShare()
 	case qs.q.StrictOrder:
 		qs.blockedBy = g
@@ -315,7 +315,7 @@ func (c *cycle) runStrictFIFO() {
 			gangs = append(gangs, g)
 		}
 	}
-	c.keys, _ = sortGangs(gangs, byArrival, c.keys)
+	c.sorter.sort(gangs, byArrival)
 	var head *Gang
 	for _, g := range gangs {
 		qs, want := c.admit(g)
@@ -329,15 +329,16 @@ func (c *cycle) runStrictFIFO() {
 			}
 			continue
 		}
-		if !c.tryGang(g, qs, want) {
+		qs.gangs, qs.wants = append(qs.gangs, g), append(qs.wants, want)
+		if !c.tryGang(g, qs, len(qs.gangs)-1) {
 			head = g
 		}
 	}
 }
 
 // tryGang places what g needs to reach MinMember, all or nothing, and
-// reports whether g is now satisfied. want is what admit returned.
-func (c *cycle) tryGang(g *Gang, qs *queueState, want Vector) bool {
+// reports whether g is now satisfied. g is qs.gangs[at].
+func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	need := g.MinMember - g.Bound
 	if need <= 0 {
 		c.satisfied = append(c.satisfied, elastic{g: g, qs: qs})
@@ -347,6 +348,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, want Vector) bool {
 		c.pending(g, ReasonQueueClosed, need, fmt.Sprintf("queue %s is closed", qs.q.Name))
 		return false
 	}
+	want := qs.wants[at]
 	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
 		name := c.snap.Resources.Name(d)
 		if want[d] > qs.q.Capability[d] {
@@ -364,13 +366,13 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, want Vector) bool {
 	c.openHolds(g)
 	defer func() { c.open = 0 }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
-	stuck := stuckGang{g: g, qs: qs, want: want, sig: sig, uniform: uniform}
+	stuck := stuckGang{g: g, qs: qs, at: int32(at)}
 	sig.shape.open, sig.shape.holder = c.open, c.holder
 	uniform = uniform && c.alike(g.Pending[:need])
 	if uniform {
 		if st, failed := c.failedGangs[sig]; failed {
 			st.Gang = g.ID
-			stuck.status = len(c.diag.Pending)
+			stuck.status = int32(len(c.diag.Pending))
 			c.stuck = append(c.stuck, stuck)
 			c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 			c.closeHolds(false)
@@ -380,7 +382,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, want Vector) bool {
 	t := &c.scratch
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok && !c.placeAnchored(g, g.Pending[:need], t) {
 		if st.Reason == ReasonUnschedulable {
-			stuck.status = len(c.diag.Pending)
+			stuck.status = int32(len(c.diag.Pending))
 			c.stuck = append(c.stuck, stuck)
 		}
 		c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
@@ -460,13 +462,12 @@ func exceeds(v, limit Vector) (int, bool) {
 
 // sortQueue sorts the gangs of qs, and their wants with them, in order o.
 func (c *cycle) sortQueue(qs *queueState, o gangOrder) {
-	var sorted bool
-	if c.keys, sorted = sortGangs(qs.gangs, o, c.keys); sorted {
+	if !c.sorter.sort(qs.gangs, o) {
 		return
 	}
 	c.wantBuf = append(c.wantBuf[:0], qs.wants...)
-	for i, k := range c.keys {
-		qs.wants[i] = c.wantBuf[k.at]
+	for i, at := range c.sorter.perm {
+		qs.wants[i] = c.wantBuf[at]
 	}
 }
 

@@ -243,31 +243,73 @@ func compareGangKeys(a, b gangKey) int {
 	return strings.Compare(a.g.ID, b.g.ID)
 }
 
-// sortGangs sorts gangs in order o, after checking in linear time whether
-// they already are, as callers that keep gangs in arrival order usually
-// make them, and says which. keys is scratch space, returned for reuse,
-// holding the gangs' keys in order (each with the gang's index before).
-// Every order of gangs ends on their IDs, unique in a snapshot: no two
-// gangs are equal, so an unstable sort gives the one result.
-func sortGangs(gangs []*Gang, o gangOrder, keys []gangKey) ([]gangKey, bool) {
-	keys = keys[:0]
-	sorted := true
+// gangSorter sorts gangs in a gangOrder, keeping its scratch space from one
+// sort to the next. Every order of gangs ends on their IDs, unique in a
+// snapshot: no two gangs are equal, so an unstable sort gives the one result.
+type gangSorter struct {
+	keys   []gangKey
+	packed []packedKey
+	// perm, after a sort that moved gangs, gives for each place the index
+	// the gang there had before.
+	perm []int32
+	old  []*Gang
+}
+
+// packedKey is (first, estimate, index) of a gangKey in 128 bits, compared
+// as two words: the order of gangs given in arrival order, where the index
+// stands for arrival and ID.
+type packedKey struct{ hi, lo uint64 }
+
+func comparePacked(a, b packedKey) int {
+	if a.hi != b.hi {
+		return cmp.Compare(a.hi, b.hi)
+	}
+	return cmp.Compare(a.lo, b.lo)
+}
+
+// sort sorts gangs in order o and reports whether it moved any (then perm
+// says how). Gangs given in arrival order, as callers usually keep them,
+// are sorted on packed keys, and not at all if they are in order o already.
+func (s *gangSorter) sort(gangs []*Gang, o gangOrder) bool {
+	s.packed = s.packed[:0]
+	inArrival, sorted := true, true
 	for i, g := range gangs {
 		k := o.key(g)
-		k.at = int32(i)
-		keys = append(keys, k)
-		if sorted && i > 0 && compareGangKeys(keys[i], keys[i-1]) < 0 {
-			sorted = false
+		// first takes 33 bits and estimate 63 (it is never negative).
+		p := packedKey{hi: k.first<<31 | uint64(k.estimate)>>32, lo: uint64(k.estimate)<<32 | uint64(i)}
+		s.packed = append(s.packed, p)
+		if i > 0 {
+			inArrival = inArrival && arrivedBefore(gangs[i-1], g)
+			sorted = sorted && comparePacked(s.packed[i-1], p) < 0
 		}
 	}
-	if sorted {
-		return keys, true
+	s.perm = s.perm[:0]
+	if inArrival {
+		if sorted {
+			return false
+		}
+		slices.SortFunc(s.packed, comparePacked)
+		for _, p := range s.packed {
+			s.perm = append(s.perm, int32(p.lo&math.MaxUint32))
+		}
+	} else {
+		s.keys = s.keys[:0]
+		for i, g := range gangs {
+			k := o.key(g)
+			k.at = int32(i)
+			s.keys = append(s.keys, k)
+		}
+		slices.SortFunc(s.keys, compareGangKeys)
+		for _, k := range s.keys {
+			s.perm = append(s.perm, k.at)
+		}
 	}
-	slices.SortFunc(keys, compareGangKeys)
-	for i := range keys {
-		gangs[i] = keys[i].g
+	s.old = append(s.old[:0], gangs...)
+	for i, at := range s.perm {
+		gangs[i] = s.old[at]
 	}
-	return keys, false
+	clear(s.old)
+	return true
 }
 
 // mulDiv returns a*b/c for non-negative a and 0 < b <= c without

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestGangOrdersMatchTheirDefinitions checks that sorting by gang keys
-// gives the orders the comparison functions define, on gangs that tie
-// often, in every input order.
+// TestGangOrdersMatchTheirDefinitions checks that gangSorter gives the
+// orders the comparison functions define, on gangs that tie often, whatever
+// order they come in.
 func TestGangOrdersMatchTheirDefinitions(t *testing.T) {
 	orders := []struct {
 		o    gangOrder
@@ -42,14 +42,32 @@ func TestGangOrdersMatchTheirDefinitions(t *testing.T) {
 				}
 				return 0
 			})
-			got := slices.Clone(gangs)
-			_, _ = sortGangs(got, o.o, nil)
-			if !slices.Equal(got, want) {
-				t.Fatalf("trial %d, order %d: sortGangs differs from its definition", trial, o.o)
-			}
-			sortGangs(got, o.o, nil) // sorted input stays as it is
-			if !slices.Equal(got, want) {
-				t.Fatalf("trial %d, order %d: sortGangs changed a sorted input", trial, o.o)
+			var s gangSorter
+			// In any order, in arrival order (how callers keep them), and
+			// in order o already.
+			arrival := slices.Clone(gangs)
+			slices.SortFunc(arrival, func(a, b *Gang) int {
+				if arrivedBefore(a, b) {
+					return -1
+				}
+				return 1
+			})
+			for _, in := range [][]*Gang{gangs, arrival, want} {
+				got := slices.Clone(in)
+				if !s.sort(got, o.o) {
+					if !slices.Equal(in, want) {
+						t.Fatalf("trial %d, order %d: the sort says it moved no gang, but the gangs were out of order", trial, o.o)
+					}
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("trial %d, order %d: the sort differs from its definition", trial, o.o)
+				}
+				for i, at := range s.perm {
+					if got[i] != in[at] {
+						t.Fatalf("trial %d, order %d: perm[%d] is %d, which held another gang", trial, o.o, i, at)
+					}
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 )
 
@@ -73,14 +74,10 @@ type unit struct {
 // stuckGang is a gang whose minimum found no room in the cycle; status
 // indexes its entry in Diagnostics.Pending.
 type stuckGang struct {
-	g      *Gang
-	qs     *queueState
-	status int
-	// want is minimumOf(g)'s total; sig and uniform are signatureOf its
-	// members.
-	want    Vector
-	sig     gangSignature
-	uniform bool
+	g  *Gang
+	qs *queueState
+	// at is g's index in qs.gangs, status its entry's.
+	at, status int32
 }
 
 type preemptKey struct {
@@ -117,13 +114,29 @@ func (c *cycle) preempt() {
 	c.dealAll()
 	c.unfit = make(map[shapeKey]*nodeReport) // room is given back below: forget what found none
 	gpu := c.x.gpu
+	// The per-member and per-unit state of every running gang, cut from
+	// a few allocations.
+	members := 0
+	for ri := range c.snap.Running {
+		members += len(c.snap.Running[ri].Members)
+	}
+	listed, freedAll := make([]uint32, members), make([]int, members)
+	p.listed, p.freed = make([][]uint32, 0, len(c.snap.Running)), make([][]int, 0, len(c.snap.Running))
+	slab := &unitSlab{units: make([]unit, 0, members+len(c.snap.Running))}
+	var alive, pinned []int
+	var lastQueue string
+	var qs *queueState
 	for ri := range c.snap.Running {
 		r := &c.snap.Running[ri]
-		p.listed = append(p.listed, make([]uint32, len(r.Members)))
-		freed := make([]int, len(r.Members))
+		n := len(r.Members)
+		p.listed = append(p.listed, listed[:n:n])
+		freed := freedAll[:n:n]
+		listed, freedAll = listed[n:], freedAll[n:]
 		p.freed = append(p.freed, freed)
-		var alive, pinned []int
-		qs := c.queues[r.Queue]
+		alive, pinned = alive[:0], pinned[:0]
+		if qs == nil || r.Queue != lastQueue {
+			qs, lastQueue = c.queues[r.Queue], r.Queue
+		}
 		for mi := range r.Members {
 			m := &r.Members[mi]
 			freed[mi] = notFreed
@@ -153,20 +166,25 @@ func (c *cycle) preempt() {
 		// Elastic members, latest started first: they lose the least.
 		// Unevictable members stay, and count toward the minimum.
 		slices.SortStableFunc(alive, func(a, b int) int { return cmp.Compare(r.Members[b].Start, r.Members[a].Start) })
-		var siblings []*unit
+		first := len(p.units)
 		for k := 0; k < min(len(alive), len(alive)+len(pinned)-r.MinMember); k++ {
-			siblings = append(siblings, c.newUnit(r, ri, qs, alive[k:k+1], false, gpu))
+			p.units = append(p.units, slab.newUnit(c, r, ri, qs, alive[k:k+1], false, gpu))
 		}
 		if len(pinned) == 0 {
-			siblings = append(siblings, c.newUnit(r, ri, qs, alive, true, gpu))
+			p.units = append(p.units, slab.newUnit(c, r, ri, qs, alive, true, gpu))
 		}
+		siblings := slab.siblings(p.units[first:])
 		for _, u := range siblings {
 			u.siblings = siblings
 		}
-		p.units = append(p.units, siblings...)
 	}
 	c.reapplyHolds()
-	slices.SortStableFunc(p.units, func(a, b *unit) int {
+	// Cheapest first; units equal in all that are in the order they were
+	// made, as a stable sort would leave them.
+	for i, u := range p.units {
+		u.id = i
+	}
+	slices.SortFunc(p.units, func(a, b *unit) int {
 		if a.run.Priority != b.run.Priority {
 			return cmp.Compare(a.run.Priority, b.run.Priority)
 		}
@@ -182,7 +200,10 @@ func (c *cycle) preempt() {
 		if a.run.Gang != b.run.Gang {
 			return strings.Compare(a.run.Gang, b.run.Gang)
 		}
-		return strings.Compare(a.run.Members[a.members[0]].Name, b.run.Members[b.members[0]].Name)
+		if c := strings.Compare(a.run.Members[a.members[0]].Name, b.run.Members[b.members[0]].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
 	})
 	for i, u := range p.units {
 		u.id = i
@@ -192,8 +213,26 @@ func (c *cycle) preempt() {
 	}
 }
 
-func (c *cycle) newUnit(r *Running, ri int, qs *queueState, members []int, whole bool, gpu int) *unit {
-	u := &unit{run: r, ri: ri, qs: qs, members: slices.Clone(members), whole: whole}
+// unitSlab hands out the units of one preemption phase, their member lists
+// and their lists of siblings from shared arrays.
+type unitSlab struct {
+	units   []unit
+	members []int
+	sibs    []*unit
+}
+
+// siblings returns a copy of us of its own.
+func (s *unitSlab) siblings(us []*unit) []*unit {
+	from := len(s.sibs)
+	s.sibs = append(s.sibs, us...)
+	return s.sibs[from:len(s.sibs):len(s.sibs)]
+}
+
+func (s *unitSlab) newUnit(c *cycle, r *Running, ri int, qs *queueState, members []int, whole bool, gpu int) *unit {
+	from := len(s.members)
+	s.members = append(s.members, members...)
+	s.units = append(s.units, unit{run: r, ri: ri, qs: qs, members: s.members[from:len(s.members):len(s.members)], whole: whole})
+	u := &s.units[len(s.units)-1]
 	for _, mi := range members {
 		m := &r.Members[mi]
 		w := int64(1)
@@ -254,8 +293,8 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	if g.NoPreempt {
 		return
 	}
-	members, want := g.Pending[:g.MinMember-g.Bound], s.want
-	sig, uniform := s.sig, s.uniform
+	members, want := g.Pending[:g.MinMember-g.Bound], qs.wants[s.at]
+	sig, uniform := signatureOf(members, g.RequiredLevel)
 	key := preemptKey{sig: sig, queue: qs, priority: g.Priority}
 	if uniform && p.failed[key] {
 		return
@@ -378,17 +417,24 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 		total = total.Add(add)
 		out = append(out, u)
 	}
-	for _, u := range p.units {
-		if u.taken || u.run.Gang == g.ID || !c.relevant(u, g) {
+	units := p.units
+	if !reclaims {
+		// Only units of lower priority can be listed: the units are
+		// sorted by priority first.
+		units = units[:sort.Search(len(units), func(i int) bool { return units[i].run.Priority >= g.Priority })]
+	}
+	for _, u := range units {
+		if u.taken || u.run.Gang == g.ID {
 			continue
 		}
 		if u.qs == qs {
-			if u.run.Priority < g.Priority {
+			if u.run.Priority < g.Priority && c.relevant(u, g) {
 				list(u, adds(u))
 			}
 			continue
 		}
-		if !reclaims || u.qs.q.NoReclaim || c.cfg.ReclaimYoungerOnly && !arrivedBefore(g, &Gang{ID: u.run.Gang, Arrival: u.run.Arrival}) {
+		if !reclaims || u.qs.q.NoReclaim || c.cfg.ReclaimYoungerOnly && !arrivedBefore(g, &Gang{ID: u.run.Gang, Arrival: u.run.Arrival}) ||
+			!c.relevant(u, g) {
 			continue
 		}
 		if left == nil {
