@@ -59,6 +59,7 @@ func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 }
 
 type cycle struct {
+	sched  *Scheduler
 	cfg    Config
 	snap   *Snapshot
 	x      *freeIndex
@@ -113,6 +114,7 @@ type elastic struct {
 
 func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 	c := &cycle{
+		sched:  s,
 		cfg:    s.cfg,
 		snap:   snap,
 		x:      newFreeIndex(snap.Nodes, snap.Resources.Index(s.cfg.GPU)),

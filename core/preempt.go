@@ -116,13 +116,15 @@ func (c *cycle) preempt() {
 	gpu := c.x.gpu
 	// The per-member and per-unit state of every running gang, cut from
 	// a few allocations.
-	members := 0
+	members, units := 0, 0
 	for ri := range c.snap.Running {
-		members += len(c.snap.Running[ri].Members)
+		r := &c.snap.Running[ri]
+		members += len(r.Members)
+		units += max(len(r.Members)-r.MinMember, 0) + 1 // elastic members, and the whole gang
 	}
 	listed, freedAll := make([]uint32, members), make([]int, members)
 	p.listed, p.freed = make([][]uint32, 0, len(c.snap.Running)), make([][]int, 0, len(c.snap.Running))
-	slab := &unitSlab{units: make([]unit, 0, members+len(c.snap.Running))}
+	slab := &unitSlab{units: make([]unit, 0, units)}
 	var alive, pinned []int
 	var lastQueue string
 	var qs *queueState

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"slices"
+	"sync"
 )
 
 // Reservation with backfill, so that big gangs do not starve behind streams
@@ -100,6 +101,11 @@ func (c *cycle) reserve() {
 	// but the tries are bounded: each costs a placement over the cluster.
 	tries := 0
 	var fs *futures
+	defer func() {
+		if fs != nil {
+			fs.release(&c.sched.futures)
+		}
+	}()
 	for len(cands) > 0 {
 		if len(c.resvs) == limit || tries == reserveTries*limit {
 			break
@@ -158,42 +164,43 @@ func (c *cycle) reserve() {
 }
 
 // sortedReleases returns the snapshot's releases that are counted on (a
-// known time, a known node), stably sorted by time.
+// known time, a known node), stably sorted by time, in a slice that does
+// not share the snapshot's memory beyond its length.
 func (c *cycle) sortedReleases() []Release {
-	releases := make([]Release, 0, len(c.snap.Releases))
-	sorted := true
-	for _, r := range c.snap.Releases {
+	all := c.snap.Releases
+	valid, sorted := 0, true
+	for i := range all {
+		r := &all[i]
 		if r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
-			if len(releases) > 0 && r.At < releases[len(releases)-1].At {
-				sorted = false
+			valid++
+		}
+		if i > 0 && r.At < all[i-1].At {
+			sorted = false
+		}
+	}
+	if sorted && valid == len(all) {
+		return all[:len(all):len(all)] // read only: what is inserted goes to a copy
+	}
+	perm := make([]int32, 0, valid)
+	for i := range all {
+		if r := &all[i]; r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
+			perm = append(perm, int32(i))
+		}
+	}
+	if !sorted {
+		// By time then position: the stable sort by time.
+		slices.SortFunc(perm, func(a, b int32) int {
+			if ta, tb := all[a].At, all[b].At; ta != tb {
+				return cmp.Compare(ta, tb)
 			}
-			releases = append(releases, r)
-		}
+			return cmp.Compare(a, b)
+		})
 	}
-	if sorted {
-		return releases
+	releases := make([]Release, len(perm), len(perm)+16) // room for a reservation's releases
+	for i, k := range perm {
+		releases[i] = all[k]
 	}
-	// Sorting by time then position is the stable sort by time; the
-	// releases themselves are moved once.
-	type key struct {
-		at int64
-		i  int32
-	}
-	keys := make([]key, len(releases))
-	for i, r := range releases {
-		keys[i] = key{r.At, int32(i)}
-	}
-	slices.SortFunc(keys, func(a, b key) int {
-		if a.at != b.at {
-			return cmp.Compare(a.at, b.at)
-		}
-		return cmp.Compare(a.i, b.i)
-	})
-	out := make([]Release, len(releases))
-	for i, k := range keys {
-		out[i] = releases[k.i]
-	}
-	return out
+	return releases
 }
 
 // candBefore is the order of reservation candidates: partialFirst(gangBefore).
@@ -256,20 +263,50 @@ type futures struct {
 	t     txn
 }
 
+// newFutures returns the scratch of the cycle's reservation searches; the
+// cycle hands it back with release.
 func (c *cycle) newFutures() *futures {
-	n := len(c.snap.Nodes)
-	fs := &futures{
-		now: make([]Vector, n),
-		cur: make([]Vector, n),
-		x: freeIndex{gpu: c.x.gpu, free: make([]Vector, n), pos: make([]int32, n), bucket: make([]int32, n),
-			buckets: make([][]int32, len(c.x.buckets))},
+	fs, _ := c.sched.futures.Get().(*futures)
+	if fs == nil {
+		fs = new(futures)
 	}
+	n := len(c.snap.Nodes)
+	fs.now, fs.cur = sized(fs.now, n), sized(fs.cur, n)
+	buckets := sized(fs.x.buckets, len(c.x.buckets))
+	for b := range buckets {
+		buckets[b] = buckets[b][:0]
+	}
+	fs.x = freeIndex{gpu: c.x.gpu, free: sized(fs.x.free, n), pos: sized(fs.x.pos, n), bucket: sized(fs.x.bucket, n),
+		buckets: buckets}
+	fs.dom, fs.k = nil, 0
 	for i := range c.snap.Nodes {
 		fs.now[i] = c.snap.Nodes[i].Allocatable.Sub(c.snap.Nodes[i].Used)
 	}
+	unfit := fs.fc.unfit
+	if unfit == nil {
+		unfit = make(map[shapeKey]*nodeReport)
+	}
 	fs.fc = cycle{cfg: c.cfg, snap: &Snapshot{Resources: c.snap.Resources, Nodes: c.snap.Nodes}, now: c.now,
-		x: &fs.x, unfit: make(map[shapeKey]*nodeReport), trialing: true, verdicts: c.verdicts}
+		x: &fs.x, unfit: unfit, trialing: true, verdicts: c.verdicts, candBuf: fs.fc.candBuf}
 	return fs
+}
+
+// release hands fs back to the scheduler's pool, holding nothing of the
+// cycle.
+func (fs *futures) release(pool *sync.Pool) {
+	clear(fs.fc.unfit)
+	fs.fc = cycle{unfit: fs.fc.unfit, candBuf: fs.fc.candBuf}
+	fs.dom, fs.x.dom = nil, nil
+	fs.t.reset()
+	pool.Put(fs)
+}
+
+// sized returns s with length n, reusing its memory if it has the room.
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // start sets the future to now, less what taken lists and the holds of

@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // Ordering is how a cycle orders gangs across queues.
 type Ordering int
@@ -75,6 +78,9 @@ const DefaultGPU = "nvidia.com/gpu"
 // from several goroutines on distinct snapshots.
 type Scheduler struct {
 	cfg Config
+	// futures keeps the scratch memory of reservation searches from one
+	// cycle to the next (reserve.go); it holds nothing a cycle decides on.
+	futures sync.Pool
 }
 
 // New validates cfg and returns a Scheduler.
