@@ -68,7 +68,9 @@ type cycle struct {
 	unfit  map[shapeKey]*nodeReport
 	// failedGangs remembers, per cycle, gangs of identical members that
 	// found no placement: a later gang of the same shape fails the same way.
-	failedGangs map[gangSignature]GangStatus
+	failedGangs map[failedKey]GangStatus
+	// shapes numbers the signatures of the cycle's gangs.
+	shapes shapes
 	// satisfied gangs in the order they were visited, with the index of their
 	// first pending member not yet placed.
 	satisfied []elastic
@@ -121,7 +123,7 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 		queues: make(map[string]*queueState, len(snap.Queues)),
 		unfit:  make(map[shapeKey]*nodeReport),
 
-		failedGangs: make(map[gangSignature]GangStatus),
+		failedGangs: make(map[failedKey]GangStatus),
 		pods:        newPodIndex(snap),
 		verdicts:    newVerdicts(snap.Nodes),
 	}
@@ -368,11 +370,14 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	c.openHolds(g)
 	defer func() { c.open = 0 }()
 	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
-	stuck := stuckGang{g: g, qs: qs, at: int32(at)}
-	sig.shape.open, sig.shape.holder = c.open, c.holder
+	stuck := stuckGang{g: g, qs: qs, at: int32(at), uniform: uniform}
+	if uniform {
+		stuck.shape = c.shapes.number(sig)
+	}
+	key := failedKey{shape: stuck.shape, open: c.open, holder: c.holder}
 	uniform = uniform && c.alike(g.Pending[:need])
 	if uniform {
-		if st, failed := c.failedGangs[sig]; failed {
+		if st, failed := c.failedGangs[key]; failed {
 			st.Gang = g.ID
 			stuck.status = int32(len(c.diag.Pending))
 			c.stuck = append(c.stuck, stuck)
@@ -389,7 +394,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 		}
 		c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 		if uniform {
-			c.failedGangs[sig] = st
+			c.failedGangs[key] = st
 		}
 		c.closeHolds(false)
 		return false
@@ -487,6 +492,83 @@ type gangSignature struct {
 	shape    shapeKey
 	n        int
 	required string
+}
+
+// failedKey identifies, in failedGangs, gangs of one signature (by number)
+// placed with the same reservations and holds open.
+type failedKey struct {
+	shape  int32
+	open   uint64
+	holder *Gang
+}
+
+// shapes numbers gang signatures, so that the cycle's memos key on a
+// number rather than hash a signature at each look-up.
+type shapes struct {
+	cons     map[*Constraints]uint64 // numbers of the constraints seen
+	lastC    *Constraints
+	lastCN   uint64
+	byHash   map[uint64]int32 // the first signature of each hash
+	sigs     []gangSignature  // by number
+	sameHash []int32          // by number: the next signature of the same hash, or -1
+}
+
+// number returns the number of sig, which must have no open
+// reservations, holder or pod terms set.
+func (s *shapes) number(sig gangSignature) int32 {
+	h := s.hash(sig)
+	first, ok := s.byHash[h]
+	if ok {
+		for n := first; n >= 0; n = s.sameHash[n] {
+			if s.sigs[n] == sig {
+				return n
+			}
+		}
+	}
+	n := int32(len(s.sigs))
+	s.sigs = append(s.sigs, sig)
+	s.sameHash = append(s.sameHash, -1)
+	if !ok {
+		if s.byHash == nil {
+			s.byHash = make(map[uint64]int32)
+		}
+		s.byHash[h] = n
+		return n
+	}
+	last := first
+	for s.sameHash[last] >= 0 {
+		last = s.sameHash[last]
+	}
+	s.sameHash[last] = n
+	return n
+}
+
+// hash is FNV-1a over the words of sig, its constraints by number.
+func (s *shapes) hash(sig gangSignature) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for _, v := range sig.shape.req {
+		h = (h ^ uint64(v)) * prime
+	}
+	if c := sig.shape.c; c != nil {
+		if c != s.lastC {
+			if s.cons == nil {
+				s.cons = make(map[*Constraints]uint64)
+			}
+			n, ok := s.cons[c]
+			if !ok {
+				n = uint64(len(s.cons)) + 1
+				s.cons[c] = n
+			}
+			s.lastC, s.lastCN = c, n
+		}
+		h = (h ^ s.lastCN) * prime
+	}
+	h = (h ^ uint64(sig.n)) * prime
+	for i := 0; i < len(sig.required); i++ {
+		h = (h ^ uint64(sig.required[i])) * prime
+	}
+	return h
 }
 
 // signatureOf returns the signature of members of a gang requiring one

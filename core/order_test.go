@@ -72,3 +72,25 @@ func TestGangOrdersMatchTheirDefinitions(t *testing.T) {
 		}
 	}
 }
+
+// TestShapesNumberSignatures checks that equal signatures, and only they,
+// get the same number.
+func TestShapesNumberSignatures(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	cons := []*Constraints{nil, {}, {NodeSelector: map[string]string{"a": "b"}}}
+	var s shapes
+	byNumber := map[int32]gangSignature{}
+	numbers := map[gangSignature]int32{}
+	for range 2000 {
+		sig := gangSignature{shape: shapeKey{req: Vector{CPU: int64(r.IntN(4)), gpuDim: int64(r.IntN(3))}, c: cons[r.IntN(len(cons))]},
+			n: 1 + r.IntN(3), required: []string{"", "rack", "zone"}[r.IntN(3)]}
+		n := s.number(sig)
+		if prev, ok := byNumber[n]; ok && prev != sig {
+			t.Fatalf("%+v and %+v share number %d", prev, sig, n)
+		}
+		if prev, ok := numbers[sig]; ok && prev != n {
+			t.Fatalf("%+v got numbers %d and %d", sig, prev, n)
+		}
+		byNumber[n], numbers[sig] = sig, n
+	}
+}

@@ -78,10 +78,14 @@ type stuckGang struct {
 	qs *queueState
 	// at is g's index in qs.gangs, status its entry's.
 	at, status int32
+	// uniform says whether g's minimum is interchangeable members, and
+	// shape then numbers their signature (shapes).
+	uniform bool
+	shape   int32
 }
 
 type preemptKey struct {
-	sig      gangSignature
+	shape    int32 // shapes' number of the gang's signature
 	queue    *queueState
 	priority int32
 }
@@ -296,8 +300,8 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		return
 	}
 	members, want := g.Pending[:g.MinMember-g.Bound], qs.wants[s.at]
-	sig, uniform := signatureOf(members, g.RequiredLevel)
-	key := preemptKey{sig: sig, queue: qs, priority: g.Priority}
+	uniform := s.uniform
+	key := preemptKey{shape: s.shape, queue: qs, priority: g.Priority}
 	if uniform && p.failed[key] {
 		return
 	}
