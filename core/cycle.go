@@ -68,7 +68,8 @@ type cycle struct {
 	unfit  map[shapeKey]*nodeReport
 	// failedGangs remembers, per cycle, gangs of identical members that
 	// found no placement: a later gang of the same shape fails the same way.
-	failedGangs map[failedKey]GangStatus
+	// Each holds the index in diag.Pending of the first such gang's status.
+	failedGangs map[failedKey]int
 	// shapes numbers the signatures of the cycle's gangs.
 	shapes shapes
 	// satisfied gangs in the order they were visited, with the index of their
@@ -123,7 +124,7 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 		queues: make(map[string]*queueState, len(snap.Queues)),
 		unfit:  make(map[shapeKey]*nodeReport),
 
-		failedGangs: make(map[failedKey]GangStatus),
+		failedGangs: make(map[failedKey]int),
 		pods:        newPodIndex(snap),
 		verdicts:    newVerdicts(snap.Nodes),
 	}
@@ -377,10 +378,13 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	key := failedKey{shape: stuck.shape, open: c.open, holder: c.holder}
 	uniform = uniform && c.alike(g.Pending[:need])
 	if uniform {
-		if st, failed := c.failedGangs[key]; failed {
+		if first, failed := c.failedGangs[key]; failed {
+			// As the first one failed: withReservation replaces what it
+			// said of its own reservation.
+			st := c.diag.Pending[first]
 			st.Gang = g.ID
 			stuck.status = int32(len(c.diag.Pending))
-			c.stuck = append(c.stuck, stuck)
+			c.addStuck(stuck)
 			c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 			c.closeHolds(false)
 			return false
@@ -390,12 +394,12 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok && !c.placeAnchored(g, g.Pending[:need], t) {
 		if st.Reason == ReasonUnschedulable {
 			stuck.status = int32(len(c.diag.Pending))
-			c.stuck = append(c.stuck, stuck)
+			c.addStuck(stuck)
+		}
+		if uniform {
+			c.failedGangs[key] = len(c.diag.Pending)
 		}
 		c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
-		if uniform {
-			c.failedGangs[key] = st
-		}
 		c.closeHolds(false)
 		return false
 	}
@@ -408,6 +412,14 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	c.diag.Scheduled = append(c.diag.Scheduled, g.ID)
 	c.satisfied = append(c.satisfied, elastic{g: g, qs: qs, from: need})
 	return true
+}
+
+// addStuck records a gang whose minimum found no room.
+func (c *cycle) addStuck(s stuckGang) {
+	if c.stuck == nil {
+		c.stuck = make([]stuckGang, 0, len(c.snap.Gangs))
+	}
+	c.stuck = append(c.stuck, s)
 }
 
 // placeElastic places, one by one, the pending members of satisfied gangs

@@ -46,7 +46,9 @@ import (
 type reservation struct {
 	gang  *Gang
 	start int64
-	nodes []bool // by node index
+	// slot is, by node, the node's index in spare, or -1 when the node is
+	// not reserved.
+	slot  []int32
 	count int
 	// spare is, for reserved nodes, the room they have at start beyond
 	// what the reserved gang needs there: what other gangs may still take.
@@ -95,7 +97,7 @@ func (c *cycle) reserve() {
 	releases := c.sortedReleases()
 	limit := max(c.cfg.Reservations, 1)
 	var taken []placement // what earlier reservations will hold
-	var own []Release
+	var own []*Release
 	var ownRoom map[string]Vector // what each queue's releases free, in all
 	// A gang that fits at no foreseeable time is passed over for the next,
 	// but the tries are bounded: each costs a placement over the cluster.
@@ -148,57 +150,55 @@ func (c *cycle) reserve() {
 			// As a stable sort by time would: after every release of the
 			// same time, in the order of placed.
 			at := res.start + cand.Estimate
-			i, _ := slices.BinarySearchFunc(releases, at, func(r Release, at int64) int {
+			i, _ := slices.BinarySearchFunc(releases, at, func(r *Release, at int64) int {
 				if r.At <= at {
 					return -1
 				}
 				return 1
 			})
-			add := make([]Release, 0, len(placed))
-			for _, p := range placed {
-				add = append(add, Release{Node: p.node, Amount: p.req, At: at, Queue: cand.Queue})
+			add := make([]Release, len(placed))
+			ptrs := make([]*Release, len(placed))
+			for k, p := range placed {
+				add[k] = Release{Node: p.node, Amount: p.req, At: at, Queue: cand.Queue}
+				ptrs[k] = &add[k]
 			}
-			releases = slices.Insert(releases, i, add...)
+			releases = slices.Insert(releases, i, ptrs...)
 		}
 	}
 }
 
 // sortedReleases returns the snapshot's releases that are counted on (a
-// known time, a known node), stably sorted by time, in a slice that does
-// not share the snapshot's memory beyond its length.
-func (c *cycle) sortedReleases() []Release {
+// known time, a known node), stably sorted by time. They are read only.
+func (c *cycle) sortedReleases() []*Release {
 	all := c.snap.Releases
-	valid, sorted := 0, true
+	releases := make([]*Release, 0, len(all)+16) // room for a reservation's releases
+	sorted := true
 	for i := range all {
-		r := &all[i]
-		if r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
-			valid++
-		}
-		if i > 0 && r.At < all[i-1].At {
-			sorted = false
+		if r := &all[i]; r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
+			if n := len(releases); n > 0 && r.At < releases[n-1].At {
+				sorted = false
+			}
+			releases = append(releases, r)
 		}
 	}
-	if sorted && valid == len(all) {
-		return all[:len(all):len(all)] // read only: what is inserted goes to a copy
+	if sorted {
+		return releases
 	}
-	perm := make([]int32, 0, valid)
+	// By time then position: the stable sort by time.
+	perm := make([]int32, 0, len(releases))
 	for i := range all {
 		if r := &all[i]; r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
 			perm = append(perm, int32(i))
 		}
 	}
-	if !sorted {
-		// By time then position: the stable sort by time.
-		slices.SortFunc(perm, func(a, b int32) int {
-			if ta, tb := all[a].At, all[b].At; ta != tb {
-				return cmp.Compare(ta, tb)
-			}
-			return cmp.Compare(a, b)
-		})
-	}
-	releases := make([]Release, len(perm), len(perm)+16) // room for a reservation's releases
+	slices.SortFunc(perm, func(a, b int32) int {
+		if ta, tb := all[a].At, all[b].At; ta != tb {
+			return cmp.Compare(ta, tb)
+		}
+		return cmp.Compare(a, b)
+	})
 	for i, k := range perm {
-		releases[i] = all[k]
+		releases[i] = &all[k]
 	}
 	return releases
 }
@@ -334,14 +334,14 @@ func (fs *futures) start(c *cycle, g *Gang, taken []placement) {
 }
 
 // seek moves the future to the moment the first k of releases happened.
-func (fs *futures) seek(c *cycle, releases []Release, k int) {
+func (fs *futures) seek(c *cycle, releases []*Release, k int) {
 	for ; fs.k < k; fs.k++ {
-		r := &releases[fs.k]
+		r := releases[fs.k]
 		fs.set(c, r.Node, fs.cur[r.Node].Add(r.Amount))
 	}
 	for fs.k > k {
 		fs.k--
-		r := &releases[fs.k]
+		r := releases[fs.k]
 		fs.set(c, r.Node, fs.cur[r.Node].Sub(r.Amount))
 	}
 }
@@ -364,7 +364,7 @@ func positive(v Vector) Vector {
 // reserveFor finds the earliest time at which g's minimum fits, once the
 // first of releases happened and with what taken lists held, and reserves
 // the nodes of that placement; nil if it never fits.
-func (c *cycle) reserveFor(fs *futures, g *Gang, releases []Release, taken []placement) (*reservation, []placement) {
+func (c *cycle) reserveFor(fs *futures, g *Gang, releases []*Release, taken []placement) (*reservation, []placement) {
 	fs.start(c, g, taken)
 	// The smallest k such that the gang fits once the first k releases
 	// happened; fitting is monotone in k.
@@ -385,20 +385,21 @@ func (c *cycle) reserveFor(fs *futures, g *Gang, releases []Release, taken []pla
 	if k > 0 {
 		start = max(start, releases[k-1].At)
 	}
-	res := &reservation{gang: g, start: start, nodes: make([]bool, len(c.snap.Nodes)),
-		spare: make([]Vector, len(c.snap.Nodes))}
-	for i, p := range placed {
-		if !res.nodes[p.node] {
-			res.nodes[p.node] = true
-			res.count++
-			res.spare[p.node] = free[i]
-		}
-		res.spare[p.node] = res.spare[p.node].Sub(p.req)
+	res := &reservation{gang: g, start: start, slot: make([]int32, len(c.snap.Nodes))}
+	for n := range res.slot {
+		res.slot[n] = -1
 	}
-	for n := range res.spare {
-		for d, v := range res.spare[n] {
-			res.spare[n][d] = max(v, 0)
+	for i, p := range placed {
+		if res.slot[p.node] < 0 {
+			res.slot[p.node] = int32(len(res.spare))
+			res.spare = append(res.spare, free[i])
 		}
+		k := res.slot[p.node]
+		res.spare[k] = res.spare[k].Sub(p.req)
+	}
+	res.count = len(res.spare)
+	for k := range res.spare {
+		res.spare[k] = positive(res.spare[k])
 	}
 	return res, placed
 }
@@ -408,7 +409,7 @@ func (c *cycle) reserveFor(fs *futures, g *Gang, releases []Release, taken []pla
 // state; with each placement, what its node had free before any was made.
 // A future whose free resources do not add up to the minimum is refused
 // without a try: no placement could succeed there.
-func (c *cycle) fitsAfter(fs *futures, g *Gang, releases []Release, k int) ([]placement, []Vector, bool) {
+func (c *cycle) fitsAfter(fs *futures, g *Gang, releases []*Release, k int) ([]placement, []Vector, bool) {
 	fs.seek(c, releases, k)
 	members, want := minimumOf(g)
 	if !want.Fits(fs.total) {
@@ -443,7 +444,7 @@ func (c *cycle) fitsAfter(fs *futures, g *Gang, releases []Release, k int) ([]pl
 func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
 	added := false
 	for i, rv := range c.resvs {
-		if c.open&(1<<i) != 0 || !rv.nodes[n] {
+		if c.open&(1<<i) != 0 || rv.slot[n] < 0 {
 			continue
 		}
 		if t != nil && !added {
@@ -454,7 +455,7 @@ func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
 				}
 			}
 		}
-		if !r.Fits(rv.spare[n]) {
+		if !r.Fits(rv.spare[rv.slot[n]]) {
 			return false
 		}
 	}
@@ -465,8 +466,8 @@ func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
 // spare room of the reservations it may not use.
 func (c *cycle) spend(n int, r Vector) {
 	for i, rv := range c.resvs {
-		if c.open&(1<<i) == 0 && rv.nodes[n] {
-			rv.spare[n] = rv.spare[n].Sub(r)
+		if k := rv.slot[n]; c.open&(1<<i) == 0 && k >= 0 {
+			rv.spare[k] = rv.spare[k].Sub(r)
 		}
 	}
 }
