@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Preemption within a queue and reclaim across queues, both gang-aware.
@@ -103,6 +104,50 @@ type preemption struct {
 	failed map[preemptKey]bool
 	// terminating counts members being evicted by earlier cycles.
 	terminating int
+
+	// The memory of the above, kept in the Scheduler's pool from one cycle
+	// to the next (newPreemption, release).
+	listedAll []uint32
+	freedAll  []int
+	slab      unitSlab
+}
+
+// newPreemption returns the state of a preemption phase over running,
+// every member not yet freed nor listed; the cycle hands it back with
+// release.
+func (c *cycle) newPreemption(running []Running) *preemption {
+	p, _ := c.sched.preemptions.Get().(*preemption)
+	if p == nil {
+		p = &preemption{failed: make(map[preemptKey]bool)}
+	}
+	members, units := 0, 0
+	for ri := range running {
+		r := &running[ri]
+		members += len(r.Members)
+		units += max(len(r.Members)-r.MinMember, 0) + 1 // elastic members, and the whole gang
+	}
+	p.listedAll, p.freedAll = sized(p.listedAll, members), sized(p.freedAll, members)
+	clear(p.listedAll)
+	p.listed, p.freed = p.listed[:0], p.freed[:0]
+	if cap(p.slab.units) < units {
+		p.slab.units = make([]unit, 0, units) // never to grow: units point into it
+	}
+	return p
+}
+
+// release hands p back to the scheduler's pool, holding nothing of the
+// cycle.
+func (p *preemption) release(pool *sync.Pool) {
+	clear(p.units)
+	clear(p.listed)
+	clear(p.freed)
+	clear(p.slab.units)
+	clear(p.slab.sibs)
+	clear(p.failed)
+	p.units, p.listed, p.freed = p.units[:0], p.listed[:0], p.freed[:0]
+	p.slab = unitSlab{units: p.slab.units[:0], members: p.slab.members[:0], sibs: p.slab.sibs[:0]}
+	p.gen, p.terminating = 0, 0
+	pool.Put(p)
 }
 
 const (
@@ -114,21 +159,15 @@ func (c *cycle) preempt() {
 	if !c.cfg.Preemption || c.cfg.Ordering != FairShare || len(c.stuck) == 0 || len(c.snap.Running) == 0 {
 		return
 	}
-	p := &preemption{failed: make(map[preemptKey]bool)}
+	p := c.newPreemption(c.snap.Running)
+	defer p.release(&c.sched.preemptions)
 	c.dealAll()
 	c.unfit = make(map[shapeKey]*nodeReport) // room is given back below: forget what found none
 	gpu := c.x.gpu
 	// The per-member and per-unit state of every running gang, cut from
-	// a few allocations.
-	members, units := 0, 0
-	for ri := range c.snap.Running {
-		r := &c.snap.Running[ri]
-		members += len(r.Members)
-		units += max(len(r.Members)-r.MinMember, 0) + 1 // elastic members, and the whole gang
-	}
-	listed, freedAll := make([]uint32, members), make([]int, members)
-	p.listed, p.freed = make([][]uint32, 0, len(c.snap.Running)), make([][]int, 0, len(c.snap.Running))
-	slab := &unitSlab{units: make([]unit, 0, units)}
+	// a few arrays.
+	listed, freedAll := p.listedAll, p.freedAll
+	slab := &p.slab
 	var alive, pinned []int
 	var lastQueue string
 	var qs *queueState

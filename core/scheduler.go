@@ -81,6 +81,8 @@ type Scheduler struct {
 	// futures keeps the scratch memory of reservation searches from one
 	// cycle to the next (reserve.go); it holds nothing a cycle decides on.
 	futures sync.Pool
+	// preemptions does the same for preemption phases (preempt.go).
+	preemptions sync.Pool
 }
 
 // New validates cfg and returns a Scheduler.
