@@ -153,3 +153,15 @@ func BenchmarkScaleFirstCycle(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkScaleBindingCycle: a cycle while the first cycle's 75,000 binds
+// are in flight and nothing else changed.
+func BenchmarkScaleBindingCycle(b *testing.B) {
+	ctx := context.Background()
+	s, _ := scaleScheduler(b, Options{}, true)
+	s.cycle(ctx)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s.cycle(ctx)
+	}
+}

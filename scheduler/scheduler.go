@@ -309,9 +309,16 @@ func (s *Scheduler) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case f := <-s.inbox:
+			// A batch made only of the informer's confirmations of our
+			// own binds changes nothing a cycle decides from: it waits
+			// for the next tick. While tens of thousands of binds land,
+			// cycles would otherwise run back to back on the cores the
+			// API server needs.
+			confirmed := s.store.confirmations
 			f()
-			s.drain()
-			dirty = true
+			if n := 1 + s.drain(); s.store.confirmations-confirmed < n {
+				dirty = true
+			}
 		case <-ticker.C:
 			dirty = true
 		case <-wake.C:
@@ -328,14 +335,15 @@ func (s *Scheduler) loop(ctx context.Context) {
 	}
 }
 
-// drain applies every change already queued, so that one cycle sees them all.
-func (s *Scheduler) drain() {
-	for {
+// drain applies every change already queued, so that one cycle sees them
+// all, and returns how many it applied.
+func (s *Scheduler) drain() int {
+	for n := 0; ; n++ {
 		select {
 		case f := <-s.inbox:
 			f()
 		default:
-			return
+			return n
 		}
 	}
 }

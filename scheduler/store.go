@@ -106,6 +106,9 @@ type Store struct {
 	epoch      uint64
 	orderGen   uint64
 	historyGen map[string]uint64
+	// confirmations counts the pods seen bound where the store had assumed
+	// them: news that changes no decision (Scheduler.loop).
+	confirmations int
 }
 
 type nodeInfo struct {
@@ -371,6 +374,9 @@ func (s *Store) SetPod(pod *corev1.Pod) {
 	s.account(p, +1)
 	if existed && old.holds() && pod.Status.Phase == corev1.PodFailed {
 		s.lostMember(p, old.node)
+	}
+	if existed && old.assumed && !p.assumed && p.node == old.node && p.gang == old.gang && pod.Status.Phase == old.pod.Status.Phase {
+		s.confirmations++
 	}
 }
 

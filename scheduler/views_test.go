@@ -255,3 +255,32 @@ func TestDroppedWriteIsHandedAgain(t *testing.T) {
 		t.Fatalf("the first write was not refused: the test did not test a dropped write")
 	}
 }
+
+// TestConfirmationsCounted: the informer's news that a pod is bound where
+// the store assumed it is counted as a confirmation (the loop runs no cycle
+// for a batch of only those); a bind elsewhere, a phase change or a new pod
+// is not.
+func TestConfirmationsCounted(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetNode(testNode("n1", 8))
+	s.SetNode(testNode("n2", 8))
+	a := testPod("a").GPUs(1).Obj()
+	b := testPod("b").GPUs(1).Obj()
+	s.SetPod(a)
+	s.SetPod(b)
+	s.Assume(a.UID, "n1")
+	s.Assume(b.UID, "n1")
+	if s.confirmations != 0 {
+		t.Fatalf("%d confirmations before any news", s.confirmations)
+	}
+	s.SetPod(testPod("a").GPUs(1).On("n1", corev1.PodPending).Obj())
+	if s.confirmations != 1 {
+		t.Fatalf("a bound where assumed: %d confirmations, want 1", s.confirmations)
+	}
+	s.SetPod(testPod("b").GPUs(1).On("n2", corev1.PodPending).Obj())
+	s.SetPod(testPod("a").GPUs(1).On("n1", corev1.PodRunning).Obj())
+	s.SetPod(testPod("c").GPUs(1).Obj())
+	if s.confirmations != 1 {
+		t.Fatalf("a bind elsewhere, a phase change and a new pod made %d confirmations, want still 1", s.confirmations)
+	}
+}
