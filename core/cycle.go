@@ -143,9 +143,10 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 }
 
 // admit files g under its queue, or reports why it cannot be considered at
-// all. It returns the queue state and the total request of the members g
-// still needs to reach MinMember, pod slots included (minimumOf); or nil
-// when g was reported.
+// all. It returns the queue state and, except under StrictFIFO (which
+// computes it only for the gangs it tries), the total request of the
+// members g still needs to reach MinMember, pod slots included
+// (minimumOf); or nil when g was reported.
 func (c *cycle) admit(g *Gang) (*queueState, Vector) {
 	if st, bad := validate(g, c.cfg.Topology); bad {
 		c.diag.Pending = append(c.diag.Pending, st)
@@ -157,7 +158,7 @@ func (c *cycle) admit(g *Gang) (*queueState, Vector) {
 		return nil, Vector{}
 	}
 	var want Vector
-	if g.Bound < g.MinMember {
+	if g.Bound < g.MinMember && c.cfg.Ordering != StrictFIFO {
 		_, want = minimumOf(g)
 	}
 	if msg := c.neverFits(g, want); msg != "" {
@@ -323,7 +324,7 @@ func (c *cycle) runStrictFIFO() {
 	c.sorter.sort(gangs, byArrival)
 	var head *Gang
 	for _, g := range gangs {
-		qs, want := c.admit(g)
+		qs, _ := c.admit(g)
 		if qs == nil {
 			continue
 		}
@@ -333,6 +334,10 @@ func (c *cycle) runStrictFIFO() {
 					Need: g.MinMember - g.Bound, blockedBy: head.ID})
 			}
 			continue
+		}
+		var want Vector
+		if g.Bound < g.MinMember {
+			_, want = minimumOf(g)
 		}
 		qs.gangs, qs.wants = append(qs.gangs, g), append(qs.wants, want)
 		if !c.tryGang(g, qs, len(qs.gangs)-1) {
