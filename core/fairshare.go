@@ -271,6 +271,14 @@ func comparePacked(a, b packedKey) int {
 // says how). Gangs given in arrival order, as callers usually keep them,
 // are sorted on packed keys, and not at all if they are in order o already.
 func (s *gangSorter) sort(gangs []*Gang, o gangOrder) bool {
+	if o == byArrival {
+		for i := 1; i < len(gangs); i++ {
+			if !arrivedBefore(gangs[i-1], gangs[i]) {
+				return s.sortByKeys(gangs, o)
+			}
+		}
+		return false
+	}
 	s.packed = s.packed[:0]
 	inArrival, sorted := true, true
 	for i, g := range gangs {
@@ -293,23 +301,36 @@ func (s *gangSorter) sort(gangs []*Gang, o gangOrder) bool {
 			s.perm = append(s.perm, int32(p.lo&math.MaxUint32))
 		}
 	} else {
-		s.keys = s.keys[:0]
-		for i, g := range gangs {
-			k := o.key(g)
-			k.at = int32(i)
-			s.keys = append(s.keys, k)
-		}
-		slices.SortFunc(s.keys, compareGangKeys)
-		for _, k := range s.keys {
-			s.perm = append(s.perm, k.at)
-		}
+		return s.sortByKeys(gangs, o)
 	}
+	s.permute(gangs)
+	return true
+}
+
+// sortByKeys sorts gangs in order o on their full keys.
+func (s *gangSorter) sortByKeys(gangs []*Gang, o gangOrder) bool {
+	s.keys = s.keys[:0]
+	for i, g := range gangs {
+		k := o.key(g)
+		k.at = int32(i)
+		s.keys = append(s.keys, k)
+	}
+	slices.SortFunc(s.keys, compareGangKeys)
+	s.perm = s.perm[:0]
+	for _, k := range s.keys {
+		s.perm = append(s.perm, k.at)
+	}
+	s.permute(gangs)
+	return true
+}
+
+// permute puts gangs in the order perm gives.
+func (s *gangSorter) permute(gangs []*Gang) {
 	s.old = append(s.old[:0], gangs...)
 	for i, at := range s.perm {
 		gangs[i] = s.old[at]
 	}
 	clear(s.old)
-	return true
 }
 
 // mulDiv returns a*b/c for non-negative a and 0 < b <= c without
