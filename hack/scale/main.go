@@ -30,27 +30,21 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/hack/internal/benchkit"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 )
 
 type config struct {
@@ -154,7 +148,7 @@ func run(c config) error {
 		b.clients = append(b.clients, kube)
 	}
 	ctx := context.Background()
-	if err := installCRDs(ctx, cfg, c.crds); err != nil {
+	if err := benchkit.InstallCRDs(ctx, cfg, c.crds); err != nil {
 		return err
 	}
 	commit := c.commit
@@ -224,33 +218,6 @@ func clientConfig(cfg *rest.Config, qps float32) *rest.Config {
 	return c
 }
 
-// parallel runs f(0..n-1) on workers goroutines and returns the first error.
-func parallel(n, workers int, f func(i int) error) error {
-	var next atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					once.Do(func() { first = err })
-					next.Store(int64(n))
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 // retry calls f up to 6 times while it fails with an error worth retrying
 // (throttling, timeouts, an overloaded server).
 func retry(f func() error) error {
@@ -274,7 +241,7 @@ func (b *bench) createNodes(ctx context.Context) error {
 		resourceGPU:           *resource.NewQuantity(int64(b.plan.gpusPerNode), resource.DecimalSI),
 	}
 	now := metav1.Now()
-	return parallel(b.plan.nodes, b.c.createWorkers, func(i int) error {
+	return benchkit.Parallel(b.plan.nodes, b.c.createWorkers, func(i int) error {
 		name := nodeName(i)
 		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
@@ -304,7 +271,7 @@ func (b *bench) createPods(ctx context.Context, ns string, list []member, gangs,
 	var done atomic.Int64
 	stop := progress(fmt.Sprintf("creating %d pods in %s", len(list), ns), &done, len(list))
 	defer stop()
-	return parallel(len(list), b.c.createWorkers, func(i int) error {
+	return benchkit.Parallel(len(list), b.c.createWorkers, func(i int) error {
 		if i%2000 == 0 {
 			if avail := memAvailableMiB(); avail > 0 && avail < b.c.minFreeMiB {
 				return fmt.Errorf("the machine has only %d MiB available after %d pods of %s: run with fewer --pods", avail, i, ns)
@@ -333,7 +300,7 @@ func (b *bench) deletePods(ctx context.Context, ns string, list []member) error 
 	zero := int64(0)
 	var done atomic.Int64
 	stop := progress(fmt.Sprintf("deleting %d pods of %s", len(list), ns), &done, len(list))
-	err := parallel(len(list), b.c.createWorkers, func(i int) error {
+	err := benchkit.Parallel(len(list), b.c.createWorkers, func(i int) error {
 		err := retry(func() error {
 			err := b.clients[i%len(b.clients)].CoreV1().Pods(ns).Delete(ctx, list[i].name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			if apierrors.IsNotFound(err) {
@@ -390,72 +357,5 @@ func progress(what string, done *atomic.Int64, total int) func() {
 
 // memAvailableMiB is /proc/meminfo's MemAvailable, or 0 if unknown.
 func memAvailableMiB() int {
-	return procField("/proc/meminfo", "MemAvailable:") / 1024
-}
-
-// procField reads a "Name:   123 kB" line of a /proc file; 0 if missing.
-func procField(file, key string) int {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, key) {
-			if f := strings.Fields(line); len(f) >= 2 {
-				v, _ := strconv.Atoi(f[1])
-				return v
-			}
-		}
-	}
-	return 0
-}
-
-// rssKiB returns a process's VmHWM (peak) or VmRSS (current) in KiB.
-func rssKiB(pid int, peak bool) int64 {
-	if pid <= 0 {
-		return 0
-	}
-	key := "VmRSS:"
-	if peak {
-		key = "VmHWM:"
-	}
-	return int64(procField(fmt.Sprintf("/proc/%d/status", pid), key))
-}
-
-// installCRDs creates (or leaves as they are) the CRDs in dir and waits
-// until the API serves them: Phalanx's informers need them.
-func installCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s: %v", dir, err)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		if _, err := dyn.Resource(gvr).Create(ctx, &obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	for range 100 {
-		if _, err := disco.ServerResourcesForGroupVersion("scheduling.phalanx.dev/v1alpha1"); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("CRDs not served after 10 s")
+	return benchkit.ProcField("/proc/meminfo", "MemAvailable:") / 1024
 }

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/hack/internal/benchkit"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,10 +118,10 @@ func (b *bench) measure(ctx context.Context, sched string, qps int) (result, err
 
 	sample := func() {
 		if cmd != nil {
-			r.rss = max(r.rss, rssKiB(cmd.Process.Pid, true))
+			r.rss = max(r.rss, benchkit.RSSKiB(cmd.Process.Pid, true))
 		}
-		r.apiRSS = max(r.apiRSS, rssKiB(b.c.apiserverPID, false))
-		r.etcdRSS = max(r.etcdRSS, rssKiB(b.c.etcdPID, false))
+		r.apiRSS = max(r.apiRSS, benchkit.RSSKiB(b.c.apiserverPID, false))
+		r.etcdRSS = max(r.etcdRSS, benchkit.RSSKiB(b.c.etcdPID, false))
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -194,7 +195,7 @@ wait:
 // as kube's rate limit and the workers allow.
 func (b *bench) rawBind(ctx context.Context, kube kubernetes.Interface, errs *atomic.Int64) {
 	pending := b.plan.pending
-	_ = parallel(len(pending), b.c.rawWorkers, func(i int) error {
+	_ = benchkit.Parallel(len(pending), b.c.rawWorkers, func(i int) error {
 		m := pending[i]
 		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: m.name, Namespace: nsPending},
 			Target: corev1.ObjectReference{Kind: "Node", Name: m.node}}

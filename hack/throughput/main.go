@@ -16,27 +16,21 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/hack/internal/benchkit"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 )
 
 type config struct {
@@ -76,7 +70,7 @@ func run(c config) error {
 		return err
 	}
 	ctx := context.Background()
-	if err := installCRDs(ctx, cfg, c.crds); err != nil {
+	if err := benchkit.InstallCRDs(ctx, cfg, c.crds); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -105,31 +99,6 @@ func run(c config) error {
 	return nil
 }
 
-func parallel(n, workers int, f func(i int) error) error {
-	var next atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				if err := f(i); err != nil {
-					once.Do(func() { first = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
 func createNodes(ctx context.Context, kube kubernetes.Interface, c config) error {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("256"),
@@ -137,7 +106,7 @@ func createNodes(ctx context.Context, kube kubernetes.Interface, c config) error
 		corev1.ResourcePods:   resource.MustParse("110"),
 		"nvidia.com/gpu":      *resource.NewQuantity(int64(c.gpusPerNode), resource.DecimalSI),
 	}
-	return parallel(c.nodes, 16, func(i int) error {
+	return benchkit.Parallel(c.nodes, 16, func(i int) error {
 		name := fmt.Sprintf("tp-node-%04d", i)
 		n := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
@@ -158,7 +127,7 @@ func createPods(ctx context.Context, kube kubernetes.Interface, c config, ns, sc
 		return err
 	}
 	start := time.Now()
-	err = parallel(c.pods, 32, func(i int) error {
+	err = benchkit.Parallel(c.pods, 32, func(i int) error {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p-%05d", i), Namespace: ns},
 			Spec: corev1.PodSpec{
@@ -235,35 +204,18 @@ func measure(ctx context.Context, kube kubernetes.Interface, c config, ns, name 
 		select {
 		case <-done:
 			secs := time.Since(start).Seconds()
-			peak = max(peak, vmHWM(cmd.Process.Pid))
+			peak = max(peak, benchkit.RSSKiB(cmd.Process.Pid, true))
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			return secs, peak, nil
 		case <-ticker.C:
-			peak = max(peak, vmHWM(cmd.Process.Pid))
+			peak = max(peak, benchkit.RSSKiB(cmd.Process.Pid, true))
 		case <-timeout:
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 			return 0, 0, fmt.Errorf("only %d of %d pods bound after 20 minutes", bound.Load(), c.pods)
 		}
 	}
-}
-
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				v, _ := strconv.ParseInt(f[1], 10, 64)
-				return v
-			}
-		}
-	}
-	return 0
 }
 
 // deletePods deletes every pod of ns, one request per pod in parallel (a
@@ -279,7 +231,7 @@ func deletePods(ctx context.Context, kube kubernetes.Interface, ns string) error
 		if len(list.Items) == 0 {
 			return nil
 		}
-		err = parallel(len(list.Items), 32, func(k int) error {
+		err = benchkit.Parallel(len(list.Items), 32, func(k int) error {
 			err := kube.CoreV1().Pods(ns).Delete(ctx, list.Items[k].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			if apierrors.IsNotFound(err) {
 				return nil
@@ -292,42 +244,4 @@ func deletePods(ctx context.Context, kube kubernetes.Interface, ns string) error
 		time.Sleep(time.Second)
 	}
 	return fmt.Errorf("pods of %s not deleted after 10 minutes", ns)
-}
-
-// installCRDs creates (or leaves as they are) the CRDs in dir and waits
-// until the API serves them.
-func installCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s: %v", dir, err)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal(b, &obj.Object); err != nil {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-		if _, err := dyn.Resource(gvr).Create(ctx, &obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%s: %w", f, err)
-		}
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	for i := 0; i < 100; i++ {
-		if _, err := disco.ServerResourcesForGroupVersion("scheduling.phalanx.dev/v1alpha1"); err == nil {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("CRDs not served after 10 s")
 }
