@@ -259,6 +259,9 @@ func (s *Store) ownerMembership(pod *corev1.Pod, m Membership) Membership {
 
 // rekey moves the candidates of namespace into the gangs their workloads
 // make now: a workload or PodDisruptionBudget came, went or changed.
+//
+// It counts as a change to every gang's view (Store.epoch): the workloads it
+// read may give gangs their minMember or a reason to wait.
 func (s *Store) rekey(namespace string) {
 	s.epoch++
 	for uid := range s.owners.candidates[namespace] {
@@ -915,8 +918,8 @@ func (s *Store) SetJob(j *batchv1.Job) {
 	info := readJob(j)
 	old := s.owners.jobs[key]
 	s.owners.jobs[key] = info
-	if old == nil || !reflect.DeepEqual(*old, *info) {
-		s.epoch++
+	if old != nil && (old.min != info.min || old.problem != info.problem) {
+		s.epoch++ // a gang's minMember changed (rekey counts the rest); a status update changes nothing
 	}
 	if old == nil || old.uid != info.uid || old.indexed != info.indexed || controlledBy(old.controller) != controlledBy(info.controller) {
 		s.rekey(j.Namespace)
@@ -934,7 +937,6 @@ func controlledBy(r *metav1.OwnerReference) string {
 func (s *Store) DeleteJob(namespace, name string) {
 	if _, ok := s.owners.jobs[namespace+"/"+name]; ok {
 		delete(s.owners.jobs, namespace+"/"+name)
-		s.epoch++
 		s.rekey(namespace)
 	}
 }
@@ -956,7 +958,6 @@ func readPDB(b *policyv1.PodDisruptionBudget) *pdbInfo {
 // gang it changes.
 func (s *Store) SetPDB(b *policyv1.PodDisruptionBudget) {
 	info := readPDB(b)
-	s.epoch++
 	list := s.owners.pdbs[b.Namespace]
 	i := sort.Search(len(list), func(i int) bool { return list[i].name >= b.Name })
 	exists := i < len(list) && list[i].name == b.Name
@@ -968,7 +969,10 @@ func (s *Store) SetPDB(b *policyv1.PodDisruptionBudget) {
 		list[i] = info
 		if old.uid == info.uid && old.selector.String() == info.selector.String() {
 			s.owners.pdbs[b.Namespace] = list
-			return // minMember changed at most: the same pods, the same gang
+			if old.min != info.min {
+				s.epoch++ // the same pods, the same gang, another minMember
+			}
+			return // a status update changes nothing
 		}
 	case info != nil:
 		list = append(list, nil)

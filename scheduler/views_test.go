@@ -12,11 +12,13 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -56,7 +58,7 @@ func cacheRun(t *testing.T, seed int64, steps int) {
 	classes := []string{"low", "high"}
 	namespaces := []string{"ns", "other"}
 	for step := 0; step < steps; step++ {
-		op := rng.Intn(18)
+		op := rng.Intn(21)
 		switch op {
 		case 0, 1, 2: // a new pod
 			name := fmt.Sprintf("p%d", step)
@@ -75,6 +77,15 @@ func cacheRun(t *testing.T, seed int64, steps int) {
 					b.p.Annotations = map[string]string{}
 				}
 				b.p.Annotations[AnnotationEstimatedRuntime] = fmt.Sprintf("%dm", 1+rng.Intn(60))
+			}
+			switch rng.Intn(4) {
+			case 0:
+				b.Claim("c") // waits until the claim is bound (op 18)
+			case 1:
+				if b.p.Labels == nil {
+					b.p.Labels = map[string]string{}
+				}
+				b.p.Labels["tf-job"] = "tf" // a gang of the PodDisruptionBudget (op 19)
 			}
 			if rng.Intn(3) == 0 {
 				b.On(nodes[rng.Intn(len(nodes))], corev1.PodRunning)
@@ -155,6 +166,19 @@ func cacheRun(t *testing.T, seed int64, steps int) {
 			clock = clock.Add(time.Duration(1+rng.Intn(20)) * time.Second)
 		case 17:
 			s.SetUnreadableQueue(queues[rng.Intn(len(queues))], []string{"", "bad"}[rng.Intn(2)])
+		case 18: // the claim comes, is bound, or goes
+			if rng.Intn(3) == 0 {
+				s.DeleteClaim("ns", "c")
+			} else {
+				s.SetClaim(testClaim("c", []string{"", "pv-1"}[rng.Intn(2)], ""))
+			}
+		case 19: // the PodDisruptionBudget's minimum or only its status changes
+			s.SetPDB(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "tf", Namespace: "ns", UID: "uid-pdb"},
+				Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrTo(intstr.FromInt32(int32(2 + rng.Intn(2)))),
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tf-job": "tf"}}},
+				Status: policyv1.PodDisruptionBudgetStatus{CurrentHealthy: int32(rng.Intn(5))}})
+		case 20:
+			s.DeletePDB("ns", "tf")
 		}
 		s.Snapshot() // the cycle's own snapshot, which fills the caches
 		saved := map[string]*gangCache{}

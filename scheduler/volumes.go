@@ -231,7 +231,6 @@ func (s *Store) forgetClaims(p *podInfo) {
 
 // refreshClaim recomputes the constraints of the pods that use the claim.
 func (s *Store) refreshClaim(key string) {
-	s.epoch++
 	uids := make([]types.UID, 0, len(s.volumes.users[key]))
 	for uid := range s.volumes.users[key] {
 		uids = append(uids, uid)
@@ -239,6 +238,7 @@ func (s *Store) refreshClaim(key string) {
 	for _, uid := range uids {
 		if p := s.pods[uid]; p != nil {
 			s.setConstraints(p)
+			s.touch(p.gang) // what a view reads of its volumes is the pod's
 		}
 	}
 }
