@@ -25,10 +25,13 @@ var (
 )
 
 // trimForCache drops from an object, before the informer caches it, what
-// the scheduler never reads: managed fields (often a third of a pod), and a
-// node's list of images. At 150,000 pods that is hundreds of MiB.
+// the scheduler never reads: managed fields (often a third of a pod), a
+// node's list of images, and all of a pod but what leanPod keeps. At
+// 150,000 pods that is hundreds of MiB.
 func trimForCache(obj any) (any, error) {
 	switch o := obj.(type) {
+	case *corev1.Pod:
+		return leanPod(o), nil
 	case *corev1.Node:
 		o.ManagedFields, o.Status.Images = nil, nil
 	case metav1.Object:
