@@ -19,6 +19,7 @@
 #   PHALANX_KUBE_SCHEDULER   1 = also run the default kube-scheduler (for comparisons) [0]
 #   PHALANX_KUBE_SCHEDULER_PORT  its secure (metrics/healthz) port; 0 = no serving [0]
 #   PHALANX_K8S_BIN          use binaries from this dir instead of running build.sh
+#   PHALANX_APISERVER_FEATURE_GATES  kube-apiserver's --feature-gates, e.g. WatchList=true [""]
 # Progress and errors go to stderr.
 set -euo pipefail
 
@@ -223,7 +224,8 @@ do_up() {
     --disable-admission-plugins=ServiceAccount,TaintNodesByCondition \
     --service-cluster-ip-range=10.0.0.0/24 \
     --endpoint-reconciler-type=none \
-    --profiling=false
+    --profiling=false \
+    ${PHALANX_APISERVER_FEATURE_GATES:+--feature-gates="$PHALANX_APISERVER_FEATURE_GATES"}
   local url=https://127.0.0.1:$apiserver_port
   wait_for kube-apiserver 90 curl -fsSk --max-time 2 -H "Authorization: Bearer $token" "$url/readyz"
   log "kube-apiserver ready at $url ($(elapsed))"

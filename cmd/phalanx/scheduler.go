@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -50,6 +51,7 @@ type schedulerFlags struct {
 	renewDeadline   time.Duration
 	retryPeriod     time.Duration
 	address         string
+	profiling       bool
 	qps             float64
 	burst           int
 	cyclePeriod     time.Duration
@@ -107,6 +109,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.address, "address", "127.0.0.1:10280",
 		"address of /healthz, /readyz and /metrics; loopback only by default: in a pod, set :10280 so that probes and\n"+
 			"Prometheus reach it (deploy/deployment.yaml does). Empty disables it")
+	fs.BoolVar(&f.profiling, "profiling", false,
+		"also serve Go's profiles (/debug/pprof/: heap, CPU, goroutines) at --address")
 	fs.Float64Var(&f.qps, "kube-api-qps", 100,
 		"queries per second to the API server, for each of its clients: binds and evictions; pod conditions; Events; the Lease; PodGroups and Queues")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "burst of queries to the API server")
@@ -335,6 +339,13 @@ func serve(ctx context.Context, f schedulerFlags) error {
 			fmt.Fprintln(w, "ok")
 		})
 		mux.Handle("/metrics", metrics.Handler())
+		if f.profiling {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -52,6 +52,7 @@ type config struct {
 	nodes, gpusPerNode, pods                                 int
 	gangs, qps                                               []int
 	schedulers                                               []string
+	phalanxArgs                                              []string
 	rawWorkers, createQPS, createWorkers, clients            int
 	apiserverPID, etcdPID                                    int
 	timeout                                                  time.Duration
@@ -60,9 +61,10 @@ type config struct {
 
 func main() {
 	var c config
-	var gangs, qps, schedulers string
+	var gangs, qps, schedulers, phalanxArgs string
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	flag.StringVar(&c.phalanx, "phalanx", "bin/phalanx", "phalanx binary")
+	flag.StringVar(&phalanxArgs, "phalanx-args", "", "more flags of phalanx scheduler, separated by spaces (e.g. --profiling)")
 	flag.StringVar(&c.kubeScheduler, "kube-scheduler", "", "kube-scheduler binary (empty: skip it)")
 	flag.StringVar(&c.crds, "crds", "deploy/crds", "folder of the CRD manifests to install")
 	flag.StringVar(&c.logDir, "log-dir", os.TempDir(), "folder of the schedulers' logs")
@@ -82,6 +84,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "longest wait for one scheduler to bind the pending half")
 	flag.IntVar(&c.minFreeMiB, "min-available-mib", 3072, "stop creating pods when the machine's MemAvailable falls below this")
 	flag.Parse()
+	c.phalanxArgs = strings.Fields(phalanxArgs)
 	var err error
 	if c.gangs, err = intList(gangs); err == nil {
 		c.qps, err = intList(qps)

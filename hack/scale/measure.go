@@ -89,8 +89,9 @@ func (b *bench) measure(ctx context.Context, sched string, qps int) (result, err
 		q, burst := strconv.Itoa(qps), strconv.Itoa(2*qps)
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		if sched == "phalanx" {
-			cmd = exec.Command(b.c.phalanx, "scheduler", "--kubeconfig", b.c.kubeconfig, "--leader-elect=false",
-				"--address", addr, "--kube-api-qps", q, "--kube-api-burst", burst)
+			args := []string{"scheduler", "--kubeconfig", b.c.kubeconfig, "--leader-elect=false",
+				"--address", addr, "--kube-api-qps", q, "--kube-api-burst", burst}
+			cmd = exec.Command(b.c.phalanx, append(args, b.c.phalanxArgs...)...)
 			readyURL, mURL = "http://"+addr+"/readyz", "http://"+addr+"/metrics"
 		} else {
 			// Its secure port serves /readyz, which waits for its informers,
