@@ -3,21 +3,25 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test fmt-check vet unit race bench fuzz
+.PHONY: all build test fmt-check tidy-check vet unit race bench fuzz
 
 all: build
 
 build:
 	$(GO) build -o bin/phalanx ./cmd/phalanx
 
-# The README's test command: formatting, vet, every unit, golden and
+# The README's test command: formatting, a tidy go.mod, vet, every unit, golden and
 # simulator test, and the race detector over the packages that run
 # goroutines.
-test: fmt-check vet verify-generate unit race e2e
+test: fmt-check tidy-check vet verify-generate unit race e2e
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# go.mod and go.sum say exactly what the code imports.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy"; exit 1; }
 
 vet:
 	$(GO) vet $(PKGS)
