@@ -7,8 +7,14 @@ PKGS := ./...
 
 all: build
 
+# phalanx version prints these.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X main.buildVersion=$(VERSION) -X main.buildCommit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+
 build:
-	$(GO) build -o bin/phalanx ./cmd/phalanx
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/phalanx ./cmd/phalanx
 
 # The README's test command: formatting, a tidy go.mod, vet, every unit, golden and
 # simulator test, and the race detector over the packages that run

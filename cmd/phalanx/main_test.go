@@ -468,3 +468,25 @@ jobs:
 		}
 	}
 }
+
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := runArgs(t, "version")
+	if code != 0 || stderr != "" {
+		t.Fatalf("phalanx version: exit %d, stderr %q", code, stderr)
+	}
+	for _, prefix := range []string{"phalanx ", "commit: ", "built: ", "go: go"} {
+		if !strings.Contains(stdout, "\n"+prefix) && !strings.HasPrefix(stdout, prefix) {
+			t.Errorf("phalanx version has no line %q:\n%s", prefix, stdout)
+		}
+	}
+	// What make build sets with -ldflags -X wins over what Go recorded.
+	defer func(v, c, d string) { buildVersion, buildCommit, buildDate = v, c, d }(buildVersion, buildCommit, buildDate)
+	buildVersion, buildCommit, buildDate = "v1.2.3", "0123abcd", "2026-01-02T03:04:05Z"
+	_, stdout, _ = runArgs(t, "version")
+	if want := "phalanx v1.2.3\ncommit: 0123abcd\nbuilt: 2026-01-02T03:04:05Z\n"; !strings.HasPrefix(stdout, want) {
+		t.Errorf("with the link-time values, phalanx version printed\n%s\nwant it to begin with\n%s", stdout, want)
+	}
+	if code, _, _ := runArgs(t, "version", "extra"); code != 2 {
+		t.Errorf("phalanx version extra: exit %d, want 2", code)
+	}
+}
