@@ -46,9 +46,7 @@ func (s *Scheduler) bind(ctx context.Context, pod *corev1.Pod, node string) {
 			return
 		}
 		s.metrics.PodsBound.Inc()
-		if s.recorder != nil {
-			s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
-		}
+		s.podEvent(pod, corev1.EventTypeNormal, "Scheduled", fmt.Sprintf("Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node))
 	})
 }
 
@@ -467,10 +465,10 @@ func (s *Scheduler) markPods(v *gangView, verd verdict, now metav1.Time) {
 		}
 		s.written.pods[p.pod.UID] = cond.Message
 		pod := p.pod
-		if verd.reason == ReasonElasticWaiting && s.recorder != nil {
+		if verd.reason == ReasonElasticWaiting {
 			// Gangs' other reasons have their Events (unschedulableEvent);
 			// this one is per member, once.
-			s.recorder.Event(pod, corev1.EventTypeNormal, ReasonElasticWaiting, verd.message)
+			s.podEvent(pod, corev1.EventTypeNormal, ReasonElasticWaiting, verd.message)
 		}
 		s.writer.put(writeKey{kindPod, string(pod.UID)}, writeJob{do: func(ctx context.Context) error {
 			return s.patchCondition(ctx, pod, verd, now)
@@ -538,8 +536,22 @@ func (s *Scheduler) unschedulableEvent(v *gangView, verd verdict, now int64) {
 		s.recorder.Event(v.podGroup, corev1.EventTypeWarning, verd.reason, msg)
 	}
 	for _, p := range v.pending {
-		s.recorder.Event(p.pod, corev1.EventTypeWarning, "FailedScheduling", msg)
+		s.podEvent(p.pod, corev1.EventTypeWarning, "FailedScheduling", msg)
 	}
+}
+
+// podEvent records an Event about pod unless it would exceed
+// Options.PodEventQPS, in which case it is counted as skipped. It runs on
+// the loop and on the call workers.
+func (s *Scheduler) podEvent(pod *corev1.Pod, eventType, reason, message string) {
+	if s.recorder == nil {
+		return
+	}
+	if s.podEvents != nil && !s.podEvents.TryAccept() {
+		s.metrics.PodEventsSkipped.Inc()
+		return
+	}
+	s.recorder.Event(pod, eventType, reason, message)
 }
 
 func (s *Scheduler) scheduledEvent(v *gangView) {

@@ -23,6 +23,9 @@ type Metrics struct {
 	// UnreadableObjects counts objects skipped because they cannot be
 	// read, by kind, once per object and reason (decode.go).
 	UnreadableObjects *prometheus.CounterVec
+	// PodEventsSkipped counts Events about single pods not written because
+	// of Options.PodEventQPS.
+	PodEventsSkipped prometheus.Counter
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -52,9 +55,12 @@ func NewMetrics() *Metrics {
 		UnreadableObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "phalanx_unreadable_objects_total",
 			Help: "Objects the scheduler skipped because it cannot read them, by kind; each object counts once per reason."}, []string{"kind"}),
+		PodEventsSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "phalanx_pod_events_skipped_total",
+			Help: "Events about single pods (Scheduled, FailedScheduling, ElasticWaiting) not written: more came than --pod-event-qps allows."}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
-		m.UnreadableObjects,
+		m.UnreadableObjects, m.PodEventsSkipped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 )
 
@@ -103,6 +104,14 @@ type Options struct {
 	// share of the API server's rate, and binds never delay a renewal of
 	// the Lease. Nil means the kube client passed to New.
 	StatusKube, ElectionKube kubernetes.Interface
+	// PodEventQPS and PodEventBurst, when PodEventQPS > 0, bound the rate
+	// of the Events written about single pods (Scheduled, FailedScheduling,
+	// ElasticWaiting), as the kubelet's --event-qps does: past it they are
+	// skipped and counted, so that a storm of binds does not write as many
+	// Events to the API server as it binds pods. Events about PodGroups,
+	// evictions and failed binds are never skipped.
+	PodEventQPS   float64
+	PodEventBurst int
 }
 
 // Validate reports the first option that is out of range, named as the
@@ -124,6 +133,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Reservations < 0 || o.Reservations > core.MaxReservations {
 		return fmt.Errorf("--reservations %d is out of range 0 to %d", o.Reservations, core.MaxReservations)
+	}
+	if o.PodEventQPS < 0 || o.PodEventBurst < 0 {
+		return fmt.Errorf("--pod-event-qps %v and --pod-event-burst %d must not be negative", o.PodEventQPS, o.PodEventBurst)
 	}
 	return nil
 }
@@ -167,8 +179,11 @@ type Scheduler struct {
 	store    *Store
 	metrics  *Metrics
 	recorder record.EventRecorder
-	inbox    chan func()
-	ready    atomic.Bool
+	// podEvents bounds the rate of Events about single pods (podEvent);
+	// nil: no bound.
+	podEvents flowcontrol.RateLimiter
+	inbox     chan func()
+	ready     atomic.Bool
 
 	// Owned by the loop goroutine.
 	lastCycle time.Time
@@ -229,7 +244,12 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 			return nil, fmt.Errorf("scheduler: scheduler name %q cannot name the state ConfigMap", opts.SchedulerNames[0])
 		}
 	}
+	var podEvents flowcontrol.RateLimiter
+	if opts.PodEventQPS > 0 {
+		podEvents = flowcontrol.NewTokenBucketRateLimiter(float32(opts.PodEventQPS), max(opts.PodEventBurst, 1))
+	}
 	return &Scheduler{
+		podEvents: podEvents,
 		stateName: state,
 		opts:      opts, kube: kube, client: client, core: c, metrics: metrics, recorder: recorder,
 		store:     store,

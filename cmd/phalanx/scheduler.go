@@ -52,6 +52,8 @@ type schedulerFlags struct {
 	retryPeriod     time.Duration
 	address         string
 	profiling       bool
+	podEventQPS     float64
+	podEventBurst   int
 	qps             float64
 	burst           int
 	cyclePeriod     time.Duration
@@ -114,6 +116,11 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.Float64Var(&f.qps, "kube-api-qps", 100,
 		"queries per second to the API server, for each of its clients: binds and evictions; pod conditions; Events; the Lease; PodGroups and Queues")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "burst of queries to the API server")
+	fs.Float64Var(&f.podEventQPS, "pod-event-qps", 50,
+		"Events about single pods (Scheduled, FailedScheduling, ElasticWaiting) per second, as the kubelet's --event-qps:\n"+
+			"past it they are skipped and counted in phalanx_pod_events_skipped_total; Events about PodGroups, evictions and\n"+
+			"failed binds always go. 0: no limit")
+	fs.IntVar(&f.podEventBurst, "pod-event-burst", 100, "burst of Events about single pods")
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
 	fs.StringVar(&f.gpu, "gpu-resource", "nvidia.com/gpu", "accelerator resource that placement packs on")
@@ -320,7 +327,8 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
 		Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
-		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election}, kube, client, metrics, recorder)
+		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
+		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}
