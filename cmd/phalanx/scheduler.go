@@ -266,6 +266,9 @@ func servesStreamingLists(kube kubernetes.Interface) bool {
 // leadership is lost.
 func serve(ctx context.Context, f schedulerFlags) error {
 	logger := klog.FromContext(ctx)
+	if soft := setMemoryLimit("/sys/fs/cgroup"); soft > 0 {
+		logger.Info("Go's memory limit set to 90% of the container's", "bytes", soft)
+	}
 	streaming := &streamingLists{Gates: clientfeatures.FeatureGates()}
 	clientfeatures.ReplaceFeatureGates(streaming)
 	cfg, err := restConfig(f.kubeconfig)
