@@ -3,6 +3,7 @@ package core
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -39,13 +40,20 @@ import (
 // a member shape that found no node stays unplaceable for the rest of them;
 // the cycle remembers such shapes and fails them at once. Step 5 gives room
 // back in trials and forgets them before each.
+//
+// The time enters a cycle only in a few comparisons (a gang's wait against
+// ReserveAfter or ReclaimAfter, a backfill's estimated end against a
+// reservation's start, the run time an eviction would lose, which ranks
+// victims); each records when it would come out otherwise, and the earliest
+// of these is Plan.Until: over the same snapshot, every earlier time gives
+// the same plan.
 
 // RunCycle decides one scheduling cycle over snap at time now and returns
 // the plan and why every gang left pending waits. It does not modify snap.
 // The same snapshot and time always give the same plan, bit for bit.
 func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 	c := newCycle(s, snap)
-	c.now = now
+	c.now, c.until = now, math.MaxInt64
 	c.applyHolds()
 	switch s.cfg.Ordering {
 	case StrictFIFO:
@@ -55,7 +63,14 @@ func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 	}
 	c.placeElastic()
 	c.preempt()
+	c.plan.Until = c.until
 	return c.plan, c.diag
+}
+
+// changesAt records that a comparison the cycle made with its time comes
+// out otherwise from time t on (Plan.Until).
+func (c *cycle) changesAt(t int64) {
+	c.until = min(c.until, max(t, c.now+1))
 }
 
 type cycle struct {
@@ -85,6 +100,8 @@ type cycle struct {
 	sorter        gangSorter
 	wantBuf       []Vector
 	now           int64
+	// until is what the cycle's plan says in Plan.Until (changesAt).
+	until int64
 	// resvs are the cycle's reservations (reserve.go); bit i of open says
 	// whether the gang being placed may use the nodes of resvs[i].
 	resvs []*reservation

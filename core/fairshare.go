@@ -39,6 +39,8 @@ type queueState struct {
 	blockedBy *Gang
 	share     float64
 	heapIndex int
+	// lastWeighed is scratch of rankChanges.
+	lastWeighed *unit
 }
 
 // deal computes deserved for every queue by water-filling total among them.

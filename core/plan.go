@@ -40,6 +40,16 @@ type Plan struct {
 	// until the gang is placed or a grace period (the victims' plus a
 	// margin) has passed. A gang's holds replace any it had before.
 	Holds []Hold
+	// Until is the earliest time, after the cycle's, at which a cycle over
+	// the same snapshot might plan otherwise: every comparison the cycle made
+	// with its time (a gang's wait against ReserveAfter or ReclaimAfter, a
+	// backfill's estimated end against a reservation's start, the run time
+	// evictions would lose) comes out the same at any time before it.
+	// math.MaxInt64 when none would change. A caller whose snapshot has not
+	// changed since may skip the cycles before it, as the simulator does
+	// after a cycle that planned nothing; their diagnostics would differ only
+	// in what they say of the time (when a reservation is expected to start).
+	Until int64
 }
 
 // Reason classifies why a gang is still pending.

@@ -65,9 +65,17 @@ type unit struct {
 	members []int // indexes into run.Members
 	whole   bool
 	lost    int64
-	amount  Vector // requests of members, pod slots included
-	taken   bool
-	id      int // position in preemption.units
+	// rate is how fast lost grows with the time: the weights of the members
+	// that have started.
+	rate   int64
+	amount Vector // requests of members, pod slots included
+	taken  bool
+	id     int // position in preemption.units
+	// weighed: reclaim weighed u against what its queue holds beyond its
+	// share, which depends on the order of its queue's units; tried: u was
+	// a candidate of a preemptor that went on to trials, which depend on
+	// the order of its candidates (rankChanges).
+	weighed, tried bool
 	// siblings are the units of the same running gang, u included.
 	siblings []*unit
 }
@@ -256,6 +264,37 @@ func (c *cycle) preempt() {
 	for _, s := range c.stuck {
 		c.preemptFor(p, s)
 	}
+	c.rankChanges(p.units)
+}
+
+// rankChanges records when the ranking of units, sorted, may change as
+// their lost run time grows, so far as the phase depended on it (Plan.Until):
+// the order of the units tried, and of the units of one queue weighed. The
+// order of a sorted sequence, or of part of it, changes first between two
+// neighbours, when the one before, losing run time faster, catches up with
+// the one after.
+func (c *cycle) rankChanges(units []*unit) {
+	var lastTried *unit
+	for _, u := range units {
+		if u.tried {
+			c.rankChange(lastTried, u)
+			lastTried = u
+		}
+		if u.weighed {
+			c.rankChange(u.qs.lastWeighed, u)
+			u.qs.lastWeighed = u
+		}
+	}
+}
+
+// rankChange records when unit b, ranked after a (if not nil), may come
+// before it.
+func (c *cycle) rankChange(a, b *unit) {
+	if a == nil || a.run.Priority != b.run.Priority || a.rate <= b.rate {
+		return
+	}
+	gap, faster := b.lost-a.lost, a.rate-b.rate // gap >= 0: a is before b
+	c.changesAt(c.now + max((gap+faster-1)/faster, 1))
 }
 
 // unitSlab hands out the units of one preemption phase, their member lists
@@ -285,6 +324,11 @@ func (s *unitSlab) newUnit(c *cycle, r *Running, ri int, qs *queueState, members
 			w = m.Request[gpu]
 		}
 		u.lost += max(c.now-m.Start, 0) * w
+		if m.Start <= c.now {
+			u.rate += w
+		} else {
+			c.changesAt(m.Start + 1) // it starts losing run time then
+		}
 		u.amount = u.amount.Add(withPod(m.Request))
 	}
 	return u
@@ -374,6 +418,9 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		}
 		return
 	}
+	for _, u := range cands {
+		u.tried = true
+	}
 	given := 0 // cands[:given] are freed in the index
 	setPrefix := func(k int) {
 		for ; given < k; given++ {
@@ -440,7 +487,11 @@ func (c *cycle) trial(g *Gang, members []Member, want Vector, t *txn) bool {
 // eligible lists, cheapest first, the units g may evict, and what they hold
 // together (a member in several listed units counted once).
 func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
-	reclaims := c.now-g.Arrival >= c.cfg.ReclaimAfter && !overused(qs.allocated.Add(want), qs.deserved)
+	waited := c.now-g.Arrival >= c.cfg.ReclaimAfter
+	if !waited {
+		c.changesAt(g.Arrival + c.cfg.ReclaimAfter)
+	}
+	reclaims := waited && !overused(qs.allocated.Add(want), qs.deserved)
 	var left map[*queueState]Vector // what victim queues hold once the listed units are gone
 	var out []*unit
 	var total Vector
@@ -485,6 +536,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 		if left == nil {
 			left = make(map[*queueState]Vector)
 		}
+		u.weighed = true
 		held, seen := left[u.qs]
 		if !seen {
 			held = u.qs.allocated

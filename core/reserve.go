@@ -63,6 +63,7 @@ const reserveTries = 4
 // their admitted gangs, sorted, and their shares.
 func (c *cycle) reserve() {
 	var cands []*Gang
+	var waiting []waiter
 	for _, qs := range c.order {
 		if qs.q.Closed {
 			continue
@@ -79,6 +80,9 @@ func (c *cycle) reserve() {
 			isHead := head
 			head = false
 			if !isHead && (after <= 0 || c.now-g.Arrival < after) {
+				if after > 0 {
+					waiting = append(waiting, waiter{g, g.Arrival + after})
+				}
 				continue
 			}
 			if _, over := exceeds(qs.allocated.Add(qs.wants[i]), qs.q.Capability); over {
@@ -88,6 +92,7 @@ func (c *cycle) reserve() {
 		}
 	}
 	if len(cands) == 0 {
+		c.waitersChange(waiting, nil)
 		return
 	}
 	// Partial gangs come first in the cycle too. Only the first few
@@ -108,11 +113,11 @@ func (c *cycle) reserve() {
 			fs.release(&c.sched.futures)
 		}
 	}()
+	var cand *Gang // the last candidate taken
 	for len(cands) > 0 {
 		if len(c.resvs) == limit || tries == reserveTries*limit {
 			break
 		}
-		var cand *Gang
 		cand, cands = popCand(cands)
 		rel := releases
 		if c.queues[cand.Queue].share > 1 {
@@ -163,6 +168,30 @@ func (c *cycle) reserve() {
 				ptrs[k] = &add[k]
 			}
 			releases = slices.Insert(releases, i, ptrs...)
+		}
+	}
+	if len(c.resvs) < limit && tries < reserveTries*limit {
+		cand = nil // a candidate after the last would have been taken too
+	}
+	c.waitersChange(waiting, cand)
+}
+
+// waiter is a gang that is not a reservation candidate only for want of
+// waiting: it becomes one at at.
+type waiter struct {
+	g  *Gang
+	at int64
+}
+
+// waitersChange records when the reservations may change as waiting gangs
+// become candidates (Plan.Until): the candidates are taken in order and
+// only the first few are, so a new one changes what is taken only if it
+// comes before last, the last taken when no more would have been; any new
+// one does when last is nil.
+func (c *cycle) waitersChange(waiting []waiter, last *Gang) {
+	for _, w := range waiting {
+		if last == nil || candBefore(w.g, last) {
+			c.changesAt(w.at)
 		}
 	}
 }
@@ -385,6 +414,11 @@ func (c *cycle) reserveFor(fs *futures, g *Gang, releases []*Release, taken []pl
 	if k > 0 {
 		start = max(start, releases[k-1].At)
 	}
+	if start == c.now {
+		// The start moves with the time, and with it what later
+		// reservations count on.
+		c.changesAt(c.now + 1)
+	}
 	res := &reservation{gang: g, start: start, slot: make([]int32, len(c.snap.Nodes))}
 	for n := range res.slot {
 		res.slot[n] = -1
@@ -483,6 +517,7 @@ func (c *cycle) openFor(g *Gang) uint64 {
 		}
 		if g.Estimate > 0 && c.now+g.Estimate <= rv.start {
 			open |= 1 << i
+			c.changesAt(rv.start - g.Estimate + 1) // it no longer ends in time
 		}
 	}
 	return open
