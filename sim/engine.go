@@ -7,8 +7,9 @@ package sim
 // (NodePool.At), a failed member's replacement is created, a job arrives
 // (Submit). The loop takes the earliest pending time, applies every event of
 // that time in that order (each kind in a fixed order: by job input order,
-// then member), runs exactly one scheduling cycle of the policy, which binds
-// and evicts through the state, and samples the GPU counters. Binds that
+// then member), runs one scheduling cycle of the policy, which binds and
+// evicts through the state, and samples the GPU counters. (A gang policy
+// skips a cycle that it knows would plan nothing: see gang.go.) Binds that
 // bring a job to MinMember start it and schedule its completion. An event
 // the cycle schedules at the current time (a zero grace period, a failure at
 // 0 s of run time) makes one more round at the same time. The run ends when
@@ -45,6 +46,8 @@ type policy interface {
 	failed(j *job, m int, node int32, amount core.Vector)
 	// cycle runs one scheduling cycle at the current time.
 	cycle() error
+	// finish is called once the last event time had its cycle.
+	finish() error
 	// reason says, at the end of the run, why j never started.
 	reason(j *job) string
 }
@@ -138,6 +141,9 @@ func (s *state) fire(p policy, t int64, from, to timerKind) int {
 			continue
 		}
 		j := &s.jobs[tm.job]
+		if tm.kind != timerWake {
+			s.changed = true // a wake-up changes nothing but the time
+		}
 		switch tm.kind {
 		case timerComplete:
 			s.complete(j)
@@ -213,6 +219,7 @@ func simulate(s *state, p policy, opt Options) (int64, error) {
 			if err := s.joinPool(&w.Pools[pools[pi]]); err != nil {
 				return 0, err
 			}
+			s.changed = true
 			done++
 		}
 		s.fire(p, t, timerReplacement, timerReplacement)
@@ -220,6 +227,7 @@ func simulate(s *state, p policy, opt Options) (int64, error) {
 		for ; ai < len(arrivals) && w.Jobs[arrivals[ai]].Submit == t; ai++ {
 			j := &s.jobs[arrivals[ai]]
 			s.materialise(j)
+			s.changed = true
 			batch = append(batch, j)
 			done++
 		}
@@ -234,6 +242,9 @@ func simulate(s *state, p policy, opt Options) (int64, error) {
 			opt.Progress(done, total)
 			report = done + step
 		}
+	}
+	if err := p.finish(); err != nil {
+		return 0, err
 	}
 	if opt.Progress != nil {
 		opt.Progress(done, done)

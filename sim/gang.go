@@ -27,6 +27,16 @@ package sim
 // passed; a member that fails while its gang runs gets a hold of what it
 // freed on its node, for the gang, until its replacement binds or the hold
 // period (Options.HoldFailed) ends. Both kinds go into Snapshot.Holds.
+//
+// A cycle is skipped when it would plan nothing, as the core's Plan.Until
+// lets the simulator know: the last cycle planned nothing, nothing but
+// wake-ups happened since, the snapshot is the same (its releases, running
+// gangs and holds are compared, as the time may move them), and the time
+// is before that plan's Until. The skipped cycle would have planned nothing
+// again; its diagnostics are computed only if it was the run's last, for
+// the reasons of the jobs that never started. Runs that record events do
+// not skip: their waiting messages say when reservations start, which moves
+// with the time.
 
 import (
 	"fmt"
@@ -88,6 +98,11 @@ type gangOptions struct {
 	// (it reserves, it reclaims): a gang still waiting after its first
 	// cycle gets a cycle at each, even if nothing else happens then.
 	wakeAfter []int64
+	// noSkip runs every cycle; checkSkips runs the cycles it would skip
+	// too, and fails the run if one plans anything; skips, if not nil,
+	// counts the cycles skipped (tests).
+	noSkip, checkSkips bool
+	skips              *int
 }
 
 type gangPolicy struct {
@@ -107,6 +122,17 @@ type gangPolicy struct {
 	failHolds    []failHold     // in the order the members failed
 	placed       []core.Placed  // scratch for Snapshot.Running
 	victims      []*job         // scratch: the jobs a plan evicts from
+
+	// idle: the last cycle run planned nothing, and until is its plan's
+	// Until; skipped: a cycle was skipped since.
+	idle, skipped bool
+	until         int64
+	// The snapshot's releases, running gangs and holds are computed into
+	// these and swapped in, so that the last cycle's stay to compare with.
+	spareReleases []core.Release
+	spareRunning  []core.Running
+	sparePlaced   []core.Placed
+	spareHolds    []core.Hold
 }
 
 func newGangPolicy(s *state, sched cycler, opt gangOptions) *gangPolicy {
@@ -260,21 +286,46 @@ func (g *gangPolicy) compact() {
 }
 
 func (g *gangPolicy) cycle() error {
+	s := g.s
+	same := g.idle && !s.changed && s.now < g.until && !s.record && !g.opt.noSkip
+	s.changed = false
 	g.compact()
-	g.refreshHolds()
+	same = g.refreshHolds() && same
 	if len(g.entries) == 0 {
+		g.idle = false
 		g.wakeFresh()
 		return nil
 	}
-	s := g.s
 	if g.opt.reserve {
-		s.snap.Releases = s.releases(s.snap.Releases[:0])
+		rel := s.releases(g.spareReleases[:0])
+		same = same && slices.Equal(rel, s.snap.Releases)
+		g.spareReleases, s.snap.Releases = s.snap.Releases, rel
 	}
 	if g.opt.preempt {
-		s.snap.Running, g.placed = s.runningGangs(s.snap.Running, g.placed)
+		run, placed := s.runningGangs(g.spareRunning, g.sparePlaced)
+		same = same && sameRunning(run, s.snap.Running)
+		g.spareRunning, g.sparePlaced = s.snap.Running, g.placed
+		s.snap.Running, g.placed = run, placed
+	}
+	if same {
+		// Nothing changed but the time, and the last plan, empty, holds
+		// until g.until.
+		g.skipped = true
+		if g.opt.skips != nil {
+			*g.opt.skips++
+		}
+		if g.opt.checkSkips {
+			if plan, _ := g.sched.RunCycle(&s.snap, s.now); !emptyPlan(plan) {
+				return fmt.Errorf("sim: at %d s a skipped cycle plans %d bind(s), %d eviction(s), %d hold(s)",
+					s.now, len(plan.Binds), len(plan.Evictions), len(plan.Holds))
+			}
+		}
+		g.wakeFresh()
+		return nil
 	}
 	plan, diag := g.sched.RunCycle(&s.snap, s.now)
 	g.last = diag
+	g.idle, g.until, g.skipped = emptyPlan(plan), plan.Until, false
 	g.recordReasons(diag)
 	var e *gangEntry
 	for _, b := range plan.Binds {
@@ -316,6 +367,41 @@ func (g *gangPolicy) cycle() error {
 	}
 	g.wakeFresh()
 	return g.keepHolds(plan.Holds)
+}
+
+// finish runs the last cycle if it was skipped, for its diagnostics: the
+// reasons of the jobs that never started.
+func (g *gangPolicy) finish() error {
+	if !g.skipped {
+		return nil
+	}
+	g.skipped = false
+	plan, diag := g.sched.RunCycle(&g.s.snap, g.s.now)
+	if !emptyPlan(plan) {
+		return fmt.Errorf("sim: at %d s the last cycle, skipped, plans %d bind(s), %d eviction(s), %d hold(s)",
+			g.s.now, len(plan.Binds), len(plan.Evictions), len(plan.Holds))
+	}
+	g.last = diag
+	return nil
+}
+
+func emptyPlan(p core.Plan) bool {
+	return len(p.Binds) == 0 && len(p.Evictions) == 0 && len(p.Holds) == 0
+}
+
+// sameRunning reports whether a and b list the same running gangs.
+func sameRunning(a, b []core.Running) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Gang != y.Gang || x.Queue != y.Queue || x.Priority != y.Priority || x.MinMember != y.MinMember ||
+			x.Arrival != y.Arrival || !slices.Equal(x.Members, y.Members) {
+			return false
+		}
+	}
+	return true
 }
 
 // evict checks the plan's evictions and carries them out; victims left
@@ -431,16 +517,17 @@ func (g *gangPolicy) dropPreemptHolds(j *job) {
 // refreshHolds drops the holds that ended and fills Snapshot.Holds with the
 // others: a preemptor's until they expire or its job is done; a failed
 // member's until they expire, the replacement is placed, or the job is done
-// or restarted.
-func (g *gangPolicy) refreshHolds() {
+// or restarted. It reports whether the holds are those of the last
+// snapshot.
+func (g *gangPolicy) refreshHolds() bool {
 	s := g.s
-	s.snap.Holds = s.snap.Holds[:0]
+	holds := g.spareHolds[:0]
 	k := 0
 	for _, h := range g.preemptHolds {
 		if h.until > s.now && !h.job.done {
 			g.preemptHolds[k] = h
 			k++
-			s.snap.Holds = append(s.snap.Holds, h.holds...)
+			holds = append(holds, h.holds...)
 		}
 	}
 	clear(g.preemptHolds[k:])
@@ -451,11 +538,14 @@ func (g *gangPolicy) refreshHolds() {
 		if h.until > s.now && !h.job.done && h.job.runs == h.run && h.job.start >= 0 && (st == memberFailed || st == memberPending) {
 			g.failHolds[k] = h
 			k++
-			s.snap.Holds = append(s.snap.Holds, h.hold)
+			holds = append(holds, h.hold)
 		}
 	}
 	clear(g.failHolds[k:])
 	g.failHolds = g.failHolds[:k]
+	same := slices.Equal(holds, s.snap.Holds)
+	g.spareHolds, s.snap.Holds = s.snap.Holds, holds
+	return same
 }
 
 // recordReasons adds a "waiting" event each time a gang's reason to wait

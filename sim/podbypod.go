@@ -113,6 +113,8 @@ func (p *podByPod) failed(*job, int, int32, core.Vector) {}
 // when they reach the head.
 func (p *podByPod) completed(*job) {}
 
+func (p *podByPod) finish() error { return nil }
+
 // advance drops the head pods whose job has completed and reports whether a
 // pod is left.
 func (sh *podShape) advance() bool {

@@ -132,7 +132,10 @@ type state struct {
 	// grace is how long an evicted member terminates, in seconds.
 	grace int64
 
-	gen              uint64
+	gen uint64
+	// changed says that an event changed the cluster or the jobs since the
+	// policy's last cycle (set by the event loop, cleared by the policy).
+	changed          bool
 	running, held    int64
 	lastCompletion   int64
 	completed        int
