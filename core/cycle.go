@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 )
 
 // One cycle, in plain words:
@@ -52,7 +53,19 @@ import (
 // the plan and why every gang left pending waits. It does not modify snap.
 // The same snapshot and time always give the same plan, bit for bit.
 func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
-	c := newCycle(s, snap)
+	var plan Plan
+	var diag Diagnostics
+	s.RunCycleReusing(snap, now, &plan, &diag)
+	return plan, diag
+}
+
+// RunCycleReusing is RunCycle writing the plan and the diagnostics into
+// *plan and *diag, whose slices, those of an earlier cycle that the caller
+// no longer reads, it reuses: a caller that runs cycle after cycle saves
+// their memory.
+func (s *Scheduler) RunCycleReusing(snap *Snapshot, now int64, plan *Plan, diag *Diagnostics) {
+	c := newCycle(s, snap, plan, diag)
+	defer c.mem.release(&s.memory)
 	c.now, c.until = now, math.MaxInt64
 	c.applyHolds()
 	switch s.cfg.Ordering {
@@ -64,7 +77,7 @@ func (s *Scheduler) RunCycle(snap *Snapshot, now int64) (Plan, Diagnostics) {
 	c.placeElastic()
 	c.preempt()
 	c.plan.Until = c.until
-	return c.plan, c.diag
+	*plan, *diag = c.plan, c.diag
 }
 
 // changesAt records that a comparison the cycle made with its time comes
@@ -97,8 +110,8 @@ type cycle struct {
 	diag          Diagnostics
 	scratch       txn
 	candBuf       []int32
-	sorter        gangSorter
-	wantBuf       []Vector
+	sorter        *gangSorter
+	mem           *cycleMemory
 	now           int64
 	// until is what the cycle's plan says in Plan.Until (changesAt).
 	until int64
@@ -132,7 +145,9 @@ type elastic struct {
 	from int
 }
 
-func newCycle(s *Scheduler, snap *Snapshot) *cycle {
+// newCycle returns a cycle over snap whose plan and diagnostics reuse the
+// slices of plan and diag.
+func newCycle(s *Scheduler, snap *Snapshot, plan *Plan, diag *Diagnostics) *cycle {
 	c := &cycle{
 		sched:  s,
 		cfg:    s.cfg,
@@ -145,13 +160,27 @@ func newCycle(s *Scheduler, snap *Snapshot) *cycle {
 		pods:        newPodIndex(snap),
 		verdicts:    newVerdicts(snap.Nodes),
 	}
-	c.diag.Pending = make([]GangStatus, 0, len(snap.Gangs))
+	clear(diag.Pending)
+	c.diag.Pending = diag.Pending[:0]
+	if c.diag.Pending == nil || cap(c.diag.Pending) < len(snap.Gangs) {
+		c.diag.Pending = make([]GangStatus, 0, len(snap.Gangs))
+	}
+	clear(diag.Scheduled)
+	clear(plan.Binds)
+	clear(plan.Evictions)
+	clear(plan.Holds)
+	c.diag.Scheduled = diag.Scheduled[:0]
+	c.plan = Plan{Binds: plan.Binds[:0], Evictions: plan.Evictions[:0], Holds: plan.Holds[:0]}
+	c.mem = newCycleMemory(&s.memory, len(snap.Queues))
+	c.sorter, c.stuck = &c.mem.sorter, c.mem.stuck
 	for i := range snap.Queues {
 		q := &snap.Queues[i]
 		if _, dup := c.queues[q.Name]; dup {
 			continue // the first definition wins; callers keep names unique
 		}
-		qs := &queueState{q: q, weight: min(max(q.Weight, 1), maxWeight), allocated: q.Allocated}
+		qs := &c.mem.queues[i]
+		*qs = queueState{q: q, weight: min(max(q.Weight, 1), maxWeight), allocated: q.Allocated,
+			gangs: qs.gangs[:0], wants: qs.wants[:0]}
 		c.queues[q.Name] = qs
 		c.order = append(c.order, qs)
 	}
@@ -332,12 +361,13 @@ func (c *cycle) visitNext(qs *queueState) {
 }
 
 func (c *cycle) runStrictFIFO() {
-	gangs := make([]*Gang, 0, len(c.snap.Gangs))
+	gangs := c.mem.gangs[:0]
 	for _, g := range c.snap.Gangs {
 		if g != nil {
 			gangs = append(gangs, g)
 		}
 	}
+	c.mem.gangs = gangs
 	c.sorter.sort(gangs, byArrival)
 	var head *Gang
 	for _, g := range gangs {
@@ -438,10 +468,8 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 
 // addStuck records a gang whose minimum found no room.
 func (c *cycle) addStuck(s stuckGang) {
-	if c.stuck == nil {
-		c.stuck = make([]stuckGang, 0, len(c.snap.Gangs))
-	}
 	c.stuck = append(c.stuck, s)
+	c.mem.stuck = c.stuck
 }
 
 // placeElastic places, one by one, the pending members of satisfied gangs
@@ -506,10 +534,51 @@ func (c *cycle) sortQueue(qs *queueState, o gangOrder) {
 	if !c.sorter.sort(qs.gangs, o) {
 		return
 	}
-	c.wantBuf = append(c.wantBuf[:0], qs.wants...)
+	c.mem.wants = append(c.mem.wants[:0], qs.wants...)
 	for i, at := range c.sorter.perm {
-		qs.wants[i] = c.wantBuf[at]
+		qs.wants[i] = c.mem.wants[at]
 	}
+}
+
+// cycleMemory is the memory of a cycle's lists (queues and their gangs,
+// stuck gangs, sorts, reservation candidates), kept in the Scheduler's pool
+// from one cycle to the next; it holds nothing a cycle decides on.
+type cycleMemory struct {
+	queues  []queueState // by index in Snapshot.Queues
+	stuck   []stuckGang
+	sorter  gangSorter
+	wants   []Vector
+	gangs   []*Gang
+	cands   []*Gang
+	waiting []waiter
+}
+
+// newCycleMemory returns the memory of a cycle over a snapshot of n queues;
+// the cycle hands it back with release.
+func newCycleMemory(pool *sync.Pool, n int) *cycleMemory {
+	m, _ := pool.Get().(*cycleMemory)
+	if m == nil {
+		m = new(cycleMemory)
+	}
+	m.queues = sized(m.queues, n)
+	return m
+}
+
+// release hands m back to pool, holding nothing of the cycle.
+func (m *cycleMemory) release(pool *sync.Pool) {
+	for i := range m.queues {
+		qs := &m.queues[i]
+		clear(qs.gangs)
+		*qs = queueState{gangs: qs.gangs[:0], wants: qs.wants[:0]}
+	}
+	clear(m.stuck)
+	clear(m.sorter.keys)
+	clear(m.gangs)
+	clear(m.cands[:cap(m.cands)])
+	clear(m.waiting[:cap(m.waiting)])
+	m.stuck, m.gangs, m.cands, m.waiting = m.stuck[:0], m.gangs[:0], m.cands[:0], m.waiting[:0]
+	m.sorter.keys = m.sorter.keys[:0]
+	pool.Put(m)
 }
 
 func sortQueuesByName(qs []*queueState) {

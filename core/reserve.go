@@ -62,8 +62,8 @@ const reserveTries = 4
 // each will get as they free up. runFairShare calls it once the queues have
 // their admitted gangs, sorted, and their shares.
 func (c *cycle) reserve() {
-	var cands []*Gang
-	var waiting []waiter
+	cands, waiting := c.mem.cands[:0], c.mem.waiting[:0]
+	defer func() { c.mem.cands, c.mem.waiting = cands[:0], waiting }()
 	for _, qs := range c.order {
 		if qs.q.Closed {
 			continue

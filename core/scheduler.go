@@ -81,8 +81,9 @@ type Scheduler struct {
 	// futures keeps the scratch memory of reservation searches from one
 	// cycle to the next (reserve.go); it holds nothing a cycle decides on.
 	futures sync.Pool
-	// preemptions does the same for preemption phases (preempt.go).
-	preemptions sync.Pool
+	// preemptions does the same for preemption phases (preempt.go), and
+	// memory for the lists of a cycle (cycle.go).
+	preemptions, memory sync.Pool
 }
 
 // New validates cfg and returns a Scheduler.

@@ -56,6 +56,12 @@ type cycler interface {
 	RunCycle(snap *core.Snapshot, now int64) (core.Plan, core.Diagnostics)
 }
 
+// reusingCycler is a cycler that can reuse the memory of the plan and the
+// diagnostics of an earlier cycle, as *core.Scheduler does.
+type reusingCycler interface {
+	RunCycleReusing(snap *core.Snapshot, now int64, plan *core.Plan, diag *core.Diagnostics)
+}
+
 // gangEntry is one pending gang and its job.
 type gangEntry struct {
 	gang core.Gang
@@ -112,7 +118,8 @@ type gangPolicy struct {
 	entries []*gangEntry
 	byID    map[string]*gangEntry
 	dirty   bool
-	last    core.Diagnostics
+	plan    core.Plan        // of the last cycle run
+	last    core.Diagnostics // of the last cycle run
 	reasons map[string]string
 	touched []*gangEntry
 	fresh   []*gangEntry      // arrived since the last cycle (wakeFresh)
@@ -323,8 +330,14 @@ func (g *gangPolicy) cycle() error {
 		g.wakeFresh()
 		return nil
 	}
-	plan, diag := g.sched.RunCycle(&s.snap, s.now)
-	g.last = diag
+	// The plan and the diagnostics of the cycle before are no longer
+	// read: their memory is reused.
+	if r, ok := g.sched.(reusingCycler); ok {
+		r.RunCycleReusing(&s.snap, s.now, &g.plan, &g.last)
+	} else {
+		g.plan, g.last = g.sched.RunCycle(&s.snap, s.now)
+	}
+	plan, diag := g.plan, g.last
 	g.idle, g.until, g.skipped = emptyPlan(plan), plan.Until, false
 	g.recordReasons(diag)
 	var e *gangEntry
