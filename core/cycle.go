@@ -97,7 +97,7 @@ type cycle struct {
 	// failedGangs remembers, per cycle, gangs of identical members that
 	// found no placement: a later gang of the same shape fails the same way.
 	// Each holds the index in diag.Pending of the first such gang's status.
-	failedGangs map[failedKey]int
+	failedGangs failedMemo
 	// shapes numbers the signatures of the cycle's gangs.
 	shapes shapes
 	// satisfied gangs in the order they were visited, with the index of their
@@ -156,9 +156,8 @@ func newCycle(s *Scheduler, snap *Snapshot, plan *Plan, diag *Diagnostics) *cycl
 		queues: make(map[string]*queueState, len(snap.Queues)),
 		unfit:  make(map[shapeKey]*nodeReport),
 
-		failedGangs: make(map[failedKey]int),
-		pods:        newPodIndex(snap),
-		verdicts:    newVerdicts(snap.Nodes),
+		pods:     newPodIndex(snap),
+		verdicts: newVerdicts(snap.Nodes),
 	}
 	clear(diag.Pending)
 	c.diag.Pending = diag.Pending[:0]
@@ -185,6 +184,9 @@ func newCycle(s *Scheduler, snap *Snapshot, plan *Plan, diag *Diagnostics) *cycl
 		c.order = append(c.order, qs)
 	}
 	sortQueuesByName(c.order)
+	for i, qs := range c.order {
+		qs.pos = i
+	}
 	return c
 }
 
@@ -430,7 +432,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	key := failedKey{shape: stuck.shape, open: c.open, holder: c.holder}
 	uniform = uniform && c.alike(g.Pending[:need])
 	if uniform {
-		if first, failed := c.failedGangs[key]; failed {
+		if first, failed := c.failedGangs.get(key); failed {
 			// As the first one failed: withReservation replaces what it
 			// said of its own reservation.
 			st := c.diag.Pending[first]
@@ -449,7 +451,7 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 			c.addStuck(stuck)
 		}
 		if uniform {
-			c.failedGangs[key] = len(c.diag.Pending)
+			c.failedGangs.set(key, len(c.diag.Pending))
 		}
 		c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
 		c.closeHolds(false)
@@ -605,6 +607,44 @@ type failedKey struct {
 	holder *Gang
 }
 
+// failedMemo maps failedKeys to the index of the first failed gang's
+// status; the keys without reservations open nor holder, the most common,
+// by shape in a slice.
+type failedMemo struct {
+	plain []int32 // by shape: the index plus 1, or 0
+	other map[failedKey]int
+}
+
+func (m *failedMemo) get(k failedKey) (int, bool) {
+	if k.open == 0 && k.holder == nil {
+		if int(k.shape) < len(m.plain) && m.plain[k.shape] > 0 {
+			return int(m.plain[k.shape]) - 1, true
+		}
+	}
+	i, ok := m.other[k]
+	return i, ok
+}
+
+func (m *failedMemo) set(k failedKey, i int) {
+	if k.open == 0 && k.holder == nil && i < math.MaxInt32 {
+		if int(k.shape) >= len(m.plain) {
+			m.plain = append(m.plain, make([]int32, int(k.shape)+1-len(m.plain))...)
+		}
+		m.plain[k.shape] = int32(i) + 1
+		return
+	}
+	if m.other == nil {
+		m.other = make(map[failedKey]int)
+	}
+	m.other[k] = i
+}
+
+// forget empties m.
+func (m *failedMemo) forget() {
+	clear(m.plain)
+	clear(m.other)
+}
+
 // shapes numbers gang signatures, so that the cycle's memos key on a
 // number rather than hash a signature at each look-up.
 type shapes struct {
@@ -614,11 +654,21 @@ type shapes struct {
 	byHash   map[uint64]int32 // the first signature of each hash
 	sigs     []gangSignature  // by number
 	sameHash []int32          // by number: the next signature of the same hash, or -1
+	last     int32            // the number last returned, + 1 (0: none)
 }
 
 // number returns the number of sig, which must have no open
 // reservations, holder or pod terms set.
 func (s *shapes) number(sig gangSignature) int32 {
+	if s.last > 0 && s.sigs[s.last-1] == sig {
+		return s.last - 1 // gangs alike often come one after another
+	}
+	n := s.lookup(sig)
+	s.last = n + 1
+	return n
+}
+
+func (s *shapes) lookup(sig gangSignature) int32 {
 	h := s.hash(sig)
 	first, ok := s.byHash[h]
 	if ok {

@@ -41,6 +41,8 @@ type queueState struct {
 	heapIndex int
 	// lastWeighed is scratch of rankChanges.
 	lastWeighed *unit
+	// pos is the queue's place in the cycle's order of queues.
+	pos int
 }
 
 // deal computes deserved for every queue by water-filling total among them.

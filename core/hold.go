@@ -99,7 +99,7 @@ func (c *cycle) closeHolds(placed bool) {
 		// What the gang left of its holds is free to all now: shapes that
 		// found no node may fit.
 		clear(c.unfit)
-		clear(c.failedGangs)
+		c.failedGangs.forget()
 	}
 }
 

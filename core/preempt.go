@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -99,6 +100,47 @@ type preemptKey struct {
 	priority int32
 }
 
+// failedPreemptions is a set of preemptKeys: those whose shape, queue and
+// priority fit in one word in a map of words, which hashes faster.
+type failedPreemptions struct {
+	words map[uint64]bool
+	other map[preemptKey]bool
+}
+
+func (k preemptKey) word() (uint64, bool) {
+	pos, prio := k.queue.pos, k.priority
+	if k.shape < 0 || pos < 0 || pos > math.MaxUint16 || prio < math.MinInt16 || prio > math.MaxInt16 {
+		return 0, false
+	}
+	return uint64(k.shape)<<32 | uint64(pos)<<16 | uint64(uint16(prio)), true
+}
+
+func (f *failedPreemptions) has(k preemptKey) bool {
+	if w, ok := k.word(); ok {
+		return f.words[w]
+	}
+	return f.other[k]
+}
+
+func (f *failedPreemptions) add(k preemptKey) {
+	if w, ok := k.word(); ok {
+		if f.words == nil {
+			f.words = make(map[uint64]bool)
+		}
+		f.words[w] = true
+		return
+	}
+	if f.other == nil {
+		f.other = make(map[preemptKey]bool)
+	}
+	f.other[k] = true
+}
+
+func (f *failedPreemptions) forget() {
+	clear(f.words)
+	clear(f.other)
+}
+
 // preemption is the state of the cycle's preemption phase.
 type preemption struct {
 	units []*unit
@@ -109,7 +151,7 @@ type preemption struct {
 	// listed in its current call.
 	listed [][]uint32
 	gen    uint32
-	failed map[preemptKey]bool
+	failed failedPreemptions
 	// terminating counts members being evicted by earlier cycles.
 	terminating int
 
@@ -126,7 +168,7 @@ type preemption struct {
 func (c *cycle) newPreemption(running []Running) *preemption {
 	p, _ := c.sched.preemptions.Get().(*preemption)
 	if p == nil {
-		p = &preemption{failed: make(map[preemptKey]bool)}
+		p = new(preemption)
 	}
 	members, units := 0, 0
 	for ri := range running {
@@ -151,7 +193,7 @@ func (p *preemption) release(pool *sync.Pool) {
 	clear(p.freed)
 	clear(p.slab.units)
 	clear(p.slab.sibs)
-	clear(p.failed)
+	p.failed.forget()
 	p.units, p.listed, p.freed = p.units[:0], p.listed[:0], p.freed[:0]
 	p.slab = unitSlab{units: p.slab.units[:0], members: p.slab.members[:0], sibs: p.slab.sibs[:0]}
 	p.gen, p.terminating = 0, 0
@@ -385,7 +427,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	members, want := g.Pending[:g.MinMember-g.Bound], qs.wants[s.at]
 	uniform := s.uniform
 	key := preemptKey{shape: s.shape, queue: qs, priority: g.Priority}
-	if uniform && p.failed[key] {
+	if uniform && p.failed.has(key) {
 		return
 	}
 	c.open = c.openFor(g)
@@ -407,14 +449,14 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	cands, held := c.eligible(p, g, qs, want)
 	if len(cands) == 0 {
 		if uniform {
-			p.failed[key] = true
+			p.failed.add(key)
 		}
 		return
 	}
 	// Not enough room in total even with every candidate gone: no trial.
 	if !want.Fits(c.x.total.Add(held)) {
 		if uniform {
-			p.failed[key] = true
+			p.failed.add(key)
 		}
 		return
 	}
@@ -434,7 +476,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	if !c.trial(g, members, want, t) {
 		setPrefix(0)
 		if uniform {
-			p.failed[key] = true
+			p.failed.add(key)
 		}
 		return
 	}
