@@ -253,6 +253,7 @@ func compareGangKeys(a, b gangKey) int {
 type gangSorter struct {
 	keys   []gangKey
 	packed []packedKey
+	low    []uint64 // the low words of packed, when the high ones are equal
 	// perm, after a sort that moved gangs, gives for each place the index
 	// the gang there had before.
 	perm []int32
@@ -300,14 +301,37 @@ func (s *gangSorter) sort(gangs []*Gang, o gangOrder) bool {
 		if sorted {
 			return false
 		}
-		slices.SortFunc(s.packed, comparePacked)
-		for _, p := range s.packed {
-			s.perm = append(s.perm, int32(p.lo&math.MaxUint32))
+		if s.sameHigh() {
+			// One word of key each, as usual (one priority, estimates
+			// below 2^32 s): sorted as words.
+			s.low = s.low[:0]
+			for _, p := range s.packed {
+				s.low = append(s.low, p.lo)
+			}
+			slices.Sort(s.low)
+			for _, lo := range s.low {
+				s.perm = append(s.perm, int32(lo&math.MaxUint32))
+			}
+		} else {
+			slices.SortFunc(s.packed, comparePacked)
+			for _, p := range s.packed {
+				s.perm = append(s.perm, int32(p.lo&math.MaxUint32))
+			}
 		}
 	} else {
 		return s.sortByKeys(gangs, o)
 	}
 	s.permute(gangs)
+	return true
+}
+
+// sameHigh reports whether the packed keys all have the same high word.
+func (s *gangSorter) sameHigh() bool {
+	for _, p := range s.packed {
+		if p.hi != s.packed[0].hi {
+			return false
+		}
+	}
 	return true
 }
 
