@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -213,6 +214,8 @@ func quantitiesEqual(a, b corev1.ResourceList) bool {
 func TestLeanPodSameInStore(t *testing.T) {
 	for seed := int64(1); seed <= 20; seed++ {
 		whole, lean := NewStore([]string{"phalanx"}), NewStore([]string{"phalanx"})
+		clock := func() time.Time { return time.Unix(5000, 0) } // the stores stamp binds they first see
+		whole.now, lean.now = clock, clock
 		for _, pod := range randomPods(seed, 20) {
 			pod.Namespace, pod.DeletionTimestamp = "ns", nil
 			pod.Status.StartTime = &metav1.Time{}
