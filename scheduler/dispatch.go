@@ -309,7 +309,41 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			s.writer.cancel(writeKey{kindQueue, name})
 		}
 	}
+	s.queueMetrics(queues, func(name string) (pending, running int32) {
+		if c := counts[name]; c != nil {
+			return c.pending, c.running
+		}
+		return 0, 0
+	})
 	s.metrics.StatusBacklog.Set(float64(s.writer.pending()))
+}
+
+// queueMetrics sets the per-queue gauges from the cycle's queues, and
+// deletes the series of queues and resources that are gone.
+func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, gangs func(queue string) (pending, running int32)) {
+	series := map[string]map[corev1.ResourceName]bool{}
+	for name, q := range queues {
+		pending, running := gangs(name)
+		s.metrics.QueuePendingGangs.WithLabelValues(name).Set(float64(pending))
+		s.metrics.QueueRunningGangs.WithLabelValues(name).Set(float64(running))
+		series[name] = map[corev1.ResourceName]bool{}
+		for res, amount := range s.store.res.resourceList(q.Allocated) {
+			s.metrics.QueueAllocated.WithLabelValues(name, string(res)).Set(amount.AsApproximateFloat64())
+			series[name][res] = true
+		}
+	}
+	for name, resources := range s.queueSeries {
+		if series[name] == nil {
+			s.metrics.QueuePendingGangs.DeleteLabelValues(name)
+			s.metrics.QueueRunningGangs.DeleteLabelValues(name)
+		}
+		for res := range resources {
+			if !series[name][res] {
+				s.metrics.QueueAllocated.DeleteLabelValues(name, string(res))
+			}
+		}
+	}
+	s.queueSeries = series
 }
 
 // publishForeign hands the writer the status of another scheduler's

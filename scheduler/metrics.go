@@ -26,6 +26,20 @@ type Metrics struct {
 	// PodEventsSkipped counts Events about single pods not written because
 	// of Options.PodEventQPS.
 	PodEventsSkipped prometheus.Counter
+
+	// Per queue, after each cycle: gangs waiting for their minimum and
+	// gangs at it, and what the queue's bound pods request, by resource
+	// (cpu in cores, memory in bytes, others in units).
+	QueuePendingGangs, QueueRunningGangs *prometheus.GaugeVec
+	QueueAllocated                       *prometheus.GaugeVec
+	// QueueAdmissionWait observes, when a gang reaches its minimum in a
+	// cycle, how long since it arrived.
+	QueueAdmissionWait *prometheus.HistogramVec
+	// QueueEvictedPods counts the pods of a queue's gangs evicted for
+	// preemption or reclaim (kind), once the eviction is accepted, and
+	// QueueGPUSecondsLost the GPU time they had run, thrown away.
+	QueueEvictedPods    *prometheus.CounterVec
+	QueueGPUSecondsLost *prometheus.CounterVec
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -58,9 +72,30 @@ func NewMetrics() *Metrics {
 		PodEventsSkipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "phalanx_pod_events_skipped_total",
 			Help: "Events about single pods (Scheduled, FailedScheduling, ElasticWaiting) not written: more came than --pod-event-qps allows."}),
+		QueuePendingGangs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_pending_gangs", Help: "Gangs of the queue waiting for their minimum, after the latest cycle."}, []string{"queue"}),
+		QueueRunningGangs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_running_gangs", Help: "Gangs of the queue at or above their minimum, after the latest cycle."}, []string{"queue"}),
+		QueueAllocated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_allocated",
+			Help: "What the queue's bound pods request, by resource (cpu in cores, memory in bytes, others in units), after the latest cycle."},
+			[]string{"queue", "resource"}),
+		QueueAdmissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "phalanx_queue_admission_wait_seconds",
+			Help:    "Time from a gang's arrival to the cycle in which it reached its minimum, by queue.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 18)}, []string{"queue"}),
+		QueueEvictedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "phalanx_queue_evicted_pods_total",
+			Help: "Pods of the queue's gangs evicted for preemption or reclaim (kind), counted when the eviction is accepted."},
+			[]string{"queue", "kind"}),
+		QueueGPUSecondsLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "phalanx_queue_preempted_gpu_seconds_total",
+			Help: "GPU time the queue's evicted pods had run when evicted for preemption or reclaim: work thrown away unless they checkpoint."},
+			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
 		m.UnreadableObjects, m.PodEventsSkipped,
+		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueAdmissionWait, m.QueueEvictedPods, m.QueueGPUSecondsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -52,6 +52,6 @@ func (s *Scheduler) releasePartial(ctx context.Context, v *gangView, timeout tim
 		s.store.MarkEvicting(p.pod.UID)
 		why := fmt.Sprintf("Evicted from %s: gang %s held %d of its %d members for more than %v without the rest fitting; "+
 			"its members are released so that they hold no room for a gang that cannot run", p.node, v.info.name, v.bound, v.minMember, timeout)
-		s.postEviction(ctx, p.pod, "partial", v.info.key, nil, corev1.EventTypeWarning, "PartialGangReleased", why)
+		s.postEviction(ctx, p.pod, "partial", v.info.key, nil, corev1.EventTypeWarning, "PartialGangReleased", why, nil)
 	}
 }

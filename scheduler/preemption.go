@@ -213,17 +213,17 @@ func (s *Scheduler) carryOut(ctx context.Context, plan core.Plan, views map[stri
 		if v == nil {
 			continue
 		}
-		var pod *corev1.Pod
+		var victim *podInfo
 		for _, p := range v.info.members {
 			if p.pod.Name == e.Member {
-				pod = p.pod
+				victim = p
 			}
 		}
-		if pod == nil || pod.Spec.NodeName != e.Node {
+		if victim == nil || victim.pod.Spec.NodeName != e.Node {
 			continue
 		}
-		s.store.MarkEvicting(pod.UID)
-		s.evict(ctx, pod, e)
+		s.store.MarkEvicting(victim.pod.UID)
+		s.evict(ctx, victim, v.queue, now, e)
 	}
 }
 
@@ -231,8 +231,11 @@ func (s *Scheduler) carryOut(ctx context.Context, plan core.Plan, views map[stri
 // time a hold for a preemptor counts on when pods keep their own.
 const defaultGraceSeconds = 30
 
-// evict posts the eviction of pod, a victim of preemption or reclaim.
-func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction) {
+// evict posts the eviction of victim, a member of a gang of queue, for
+// preemption or reclaim; once it is accepted, the queue's evicted pods and
+// the GPU time the victim had run (now being Unix seconds) are counted.
+func (s *Scheduler) evict(ctx context.Context, victim *podInfo, queue string, now int64, e core.Eviction) {
+	pod := victim.pod
 	kind, why := "preempt", fmt.Sprintf("Preempted on %s for gang %s (rule: preemption within a queue; priority %d over this gang's %d)",
 		e.Node, e.Preemptor, e.PreemptorPriority, e.VictimPriority)
 	if e.Reclaim {
@@ -246,7 +249,16 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 			grace = &secs
 		}
 	}
-	s.postEviction(ctx, pod, kind, e.Preemptor, grace, corev1.EventTypeNormal, "Preempted", why)
+	var ran float64
+	if start := victim.started(); start > 0 && now > start {
+		ran = float64(now - start)
+	}
+	gpus := podRequests(pod)[corev1.ResourceName(s.opts.GPU)]
+	gpuSeconds := gpus.AsApproximateFloat64() * ran
+	s.postEviction(ctx, pod, kind, e.Preemptor, grace, corev1.EventTypeNormal, "Preempted", why, func() {
+		s.metrics.QueueEvictedPods.WithLabelValues(queue, kind).Inc()
+		s.metrics.QueueGPUSecondsLost.WithLabelValues(queue).Add(gpuSeconds)
+	})
 }
 
 // postEviction posts the Eviction (policy/v1) of pod off the loop, with the
@@ -254,7 +266,11 @@ func (s *Scheduler) evict(ctx context.Context, pod *corev1.Pod, e core.Eviction)
 // message on it once the eviction is accepted. A refused eviction is
 // counted, logged, and handed to the loop (EvictionRefused) for gang, the
 // gang the room was for, whose status then says why.
-func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gang string, grace *int64, eventType, reason, message string) {
+//
+// accepted, if not nil, runs (on a call worker) once the eviction is
+// accepted.
+func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gang string, grace *int64, eventType, reason, message string,
+	accepted func()) {
 	s.dispatch(func() {
 		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 		if grace != nil {
@@ -273,6 +289,9 @@ func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gan
 			return
 		}
 		s.metrics.Evictions.WithLabelValues(kind, "ok").Inc()
+		if accepted != nil {
+			accepted()
+		}
 		if s.recorder != nil {
 			s.recorder.Event(pod, eventType, reason, message)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
 	"github.com/phalanx-sched/phalanx/core"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -43,7 +44,8 @@ type Options struct {
 	// BindWorkers bounds the binds and evictions in flight; StatusWorkers
 	// is how many status writes run at once (writer.go).
 	BindWorkers, StatusWorkers int
-	// GPU is the accelerator resource placement packs on.
+	// GPU is the accelerator resource placement packs on; empty means
+	// core.DefaultGPU.
 	GPU string
 	// ReserveAfter, when > 0, is how long a gang that does not fit waits
 	// before nodes are reserved for it as they free up, with backfill by
@@ -159,6 +161,9 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.GPU == "" {
+		o.GPU = core.DefaultGPU
+	}
 	if o.GPUModelLabel == "" {
 		o.GPUModelLabel = DefaultGPUModelLabel
 	}
@@ -191,7 +196,10 @@ type Scheduler struct {
 	// published: what each gang's statuses were last computed from
 	// (publish).
 	published map[string]published
-	written   *writeCache
+	// queueSeries: the queues, and their resources, whose metrics the
+	// latest cycle set (queueMetrics).
+	queueSeries map[string]map[corev1.ResourceName]bool
+	written     *writeCache
 
 	writer *statusWriter
 	// stateName is the state ConfigMap's name ("" records none);
@@ -401,6 +409,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		delete(s.verdicts, key)
 		if v := views[key]; v != nil {
 			s.scheduledEvent(v)
+			s.metrics.QueueAdmissionWait.WithLabelValues(v.queue).Observe(float64(max(start.Unix()-v.arrival, 0)))
 		}
 	}
 	byReason := map[string]int{}

@@ -1,0 +1,183 @@
+package scheduler
+
+import (
+	"context"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// gathered returns the series of the metric name as "label=value,...
+// value" lines, sorted.
+func gathered(t *testing.T, m *Metrics, name string) []string {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			var labels []string
+			for _, l := range s.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			var v float64
+			switch {
+			case s.Gauge != nil:
+				v = s.GetGauge().GetValue()
+			case s.Counter != nil:
+				v = s.GetCounter().GetValue()
+			case s.Histogram != nil:
+				h := s.GetHistogram()
+				out = append(out, strings.Join(labels, ",")+" count "+strconv.FormatUint(h.GetSampleCount(), 10)+
+					" sum "+strconv.FormatFloat(h.GetSampleSum(), 'g', -1, 64))
+				continue
+			}
+			out = append(out, strings.Join(labels, ",")+" "+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestQueueMetrics: after cycles, each queue's pending and running gangs,
+// its allocated resources and its admission waits are exported, and a
+// queue that goes loses its series.
+func TestQueueMetrics(t *testing.T) {
+	queueA := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "qa"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
+	queueB := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "qb"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
+	fits := testPodGroup("fits", 2)
+	fits.Spec.Queue = "a"
+	big := testPodGroup("big", 2)
+	big.Spec.Queue = "b"
+	pods := []k8sruntime.Object{
+		testPod("fits-0").Group("fits").GPUs(2).Obj(), testPod("fits-1").Group("fits").GPUs(2).Obj(),
+		testPod("big-0").Group("big").GPUs(8).Obj(), testPod("big-1").Group("big").GPUs(8).Obj(),
+	}
+	m := NewMetrics()
+	s, err := New(Options{Now: func() time.Time { return time.Unix(110, 0) }}, fake.NewClientset(pods...),
+		phalanxfake.NewSimpleClientset(queueA, queueB, fits, big), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.SetNode(testNode("n0", 8))
+	s.store.SetQueue(queueA)
+	s.store.SetQueue(queueB)
+	s.store.SetPodGroup(fits)
+	s.store.SetPodGroup(big)
+	for _, p := range pods {
+		s.store.SetPod(p.(*corev1.Pod))
+	}
+	ctx := context.Background()
+	s.cycle(ctx) // fits is placed (its binds wait: no call workers run)
+	s.cycle(ctx) // and counts as running
+	check := func(name string, want ...string) {
+		t.Helper()
+		if diff := cmp.Diff(want, gathered(t, m, name)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+	check("phalanx_queue_pending_gangs", "queue=a 0", "queue=b 1")
+	check("phalanx_queue_running_gangs", "queue=a 1", "queue=b 0")
+	check("phalanx_queue_allocated", "queue=a,resource=nvidia.com/gpu 4", "queue=a,resource=pods 2")
+	// fits arrived with its PodGroup at 50 and was placed at 110.
+	check("phalanx_queue_admission_wait_seconds", "queue=a count 1 sum 60")
+
+	s.store.DeleteQueue("b")
+	s.cycle(ctx)
+	check("phalanx_queue_pending_gangs", "queue=a 0")
+	check("phalanx_queue_running_gangs", "queue=a 1")
+}
+
+// TestEvictionMetrics: the pods of a gang evicted for preemption count
+// against their queue, with the GPU time they had run.
+func TestEvictionMetrics(t *testing.T) {
+	train0 := testPod("train-0").Group("train").GPUs(2).On("a", corev1.PodRunning).Obj()
+	train1 := testPod("train-1").Group("train").GPUs(2).On("b", corev1.PodRunning).Obj()
+	urgent := testPod("urgent").GPUs(4).Priority(100).Obj()
+	m := NewMetrics()
+	kube := fake.NewClientset(train0, train1, urgent)
+	s, err := New(Options{Preemption: true, Now: func() time.Time { return time.Unix(1600, 0) }}, kube,
+		phalanxfake.NewSimpleClientset(), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.now = func() time.Time { return time.Unix(1000, 0) } // first seen bound at 1000
+	s.store.SetQueue(testQueue("default"))
+	s.store.SetNode(testNode("a", 4))
+	s.store.SetNode(testNode("b", 4))
+	s.store.SetPodGroup(testPodGroup("train", 2))
+	for _, p := range []*corev1.Pod{train0, train1, urgent} {
+		s.store.SetPod(p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); s.inflight.Wait() }()
+	s.runCallers(ctx)
+	s.cycle(ctx)
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return len(gathered(t, m, "phalanx_queue_evicted_pods_total")) > 0 &&
+			gathered(t, m, "phalanx_queue_evicted_pods_total")[0] == "kind=preempt,queue=default 2", nil
+	})
+	if err != nil {
+		t.Fatalf("evicted pods: %v", gathered(t, m, "phalanx_queue_evicted_pods_total"))
+	}
+	// Two pods of 2 GPUs, each bound for 600 s.
+	if got, want := gathered(t, m, "phalanx_queue_preempted_gpu_seconds_total"), []string{"queue=default 2400"}; !cmp.Equal(got, want) {
+		t.Errorf("GPU time lost %v, want %v", got, want)
+	}
+}
+
+// TestMetricsDocumented: docs/metrics.md names every metric the scheduler
+// registers.
+func TestMetricsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics()
+	// Vectors export nothing until a series exists: give each one.
+	m.PendingGangs.WithLabelValues("x")
+	m.StatusWrites.WithLabelValues("x", "y")
+	m.Evictions.WithLabelValues("x", "y")
+	m.UnreadableObjects.WithLabelValues("x")
+	m.QueuePendingGangs.WithLabelValues("x")
+	m.QueueRunningGangs.WithLabelValues("x")
+	m.QueueAllocated.WithLabelValues("x", "y")
+	m.QueueAdmissionWait.WithLabelValues("x")
+	m.QueueEvictedPods.WithLabelValues("x", "y")
+	m.QueueGPUSecondsLost.WithLabelValues("x")
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		name := f.GetName()
+		if !strings.HasPrefix(name, "phalanx_") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/metrics.md does not document %s", name)
+		}
+	}
+	if n < 16 {
+		t.Errorf("only %d phalanx_ metrics gathered: a vector without a series here is not checked", n)
+	}
+}
