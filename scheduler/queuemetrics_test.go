@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,6 +152,21 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := registeredMetrics(t)
+	for _, name := range names {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/metrics.md does not document %s", name)
+		}
+	}
+	if len(names) < 16 {
+		t.Errorf("only %d phalanx_ metrics gathered: a vector without a series here is not checked", len(names))
+	}
+}
+
+// registeredMetrics are the names of the phalanx_ metrics NewMetrics
+// registers.
+func registeredMetrics(t *testing.T) []string {
+	t.Helper()
 	m := NewMetrics()
 	// Vectors export nothing until a series exists: give each one.
 	m.PendingGangs.WithLabelValues("x")
@@ -166,18 +183,60 @@ func TestMetricsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var names []string
 	for _, f := range families {
-		name := f.GetName()
-		if !strings.HasPrefix(name, "phalanx_") {
-			continue
-		}
-		n++
-		if !strings.Contains(string(doc), "`"+name+"`") {
-			t.Errorf("docs/metrics.md does not document %s", name)
+		if name := f.GetName(); strings.HasPrefix(name, "phalanx_") {
+			names = append(names, name)
 		}
 	}
-	if n < 16 {
-		t.Errorf("only %d phalanx_ metrics gathered: a vector without a series here is not checked", n)
+	return names
+}
+
+// TestDashboardQueries: every query of the Grafana dashboard in deploy/
+// names metrics the scheduler exports, and the dashboard shows every
+// per-queue metric.
+func TestDashboardQueries(t *testing.T) {
+	data, err := os.ReadFile("../deploy/grafana/phalanx-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	exported := map[string]bool{}
+	for _, name := range registeredMetrics(t) {
+		exported[name] = true
+	}
+	used := map[string]bool{}
+	metricName := regexp.MustCompile(`phalanx_[a-z_]+`)
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, target := range p.Targets {
+			for _, name := range metricName.FindAllString(target.Expr, -1) {
+				base := name
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if trimmed, ok := strings.CutSuffix(name, suffix); ok && exported[trimmed] {
+						base = trimmed
+					}
+				}
+				if !exported[base] {
+					t.Errorf("panel %q queries %s, which the scheduler does not export", p.Title, name)
+				}
+				used[base] = true
+			}
+		}
+	}
+	for name := range exported {
+		if strings.HasPrefix(name, "phalanx_queue_") && !used[name] {
+			t.Errorf("the dashboard does not show %s", name)
+		}
 	}
 }
