@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+)
+
+// phalanx status reads what the scheduler wrote into the API (Queues' and
+// PodGroups' status, Events) and prints it; it needs no access to the
+// scheduler itself.
+
+func statusUsage(out io.Writer) {
+	fmt.Fprint(out, `Usage: phalanx status queues  [--kubeconfig FILE]
+       phalanx status gangs   [--kubeconfig FILE] [-n NAMESPACE] [--queue QUEUE]
+       phalanx status explain [--kubeconfig FILE] NAMESPACE/NAME
+
+What the scheduler wrote into the API, read back:
+
+  queues   each Queue: weight, state, gangs pending and running, what its bound
+           pods hold
+  gangs    each PodGroup, by queue and arrival: phase, members running of the
+           minimum, how long it has waited, and why (its Unschedulable condition;
+           with a reservation, when it is expected to start)
+  explain  one PodGroup: its spec, status, conditions and latest Events
+
+Gangs defined only by pod labels (no PodGroup object) are not listed; their
+pods' PodScheduled condition says why they wait.
+`)
+}
+
+// statusClients are the clients phalanx status reads with.
+type statusClients struct {
+	kube   kubernetes.Interface
+	client versioned.Interface
+	now    time.Time
+}
+
+func runStatus(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		statusUsage(stderr)
+		return 2
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("status "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { statusUsage(stderr) }
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG or the in-cluster service account")
+	namespace := fs.String("n", "", "gangs: only this namespace (default: all)")
+	queue := fs.String("queue", "", "gangs: only this queue")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	var target string
+	switch sub {
+	case "queues", "gangs":
+		if fs.NArg() > 0 {
+			fmt.Fprintf(stderr, "phalanx status %s: unexpected arguments: %s\n", sub, strings.Join(fs.Args(), " "))
+			return 2
+		}
+	case "explain":
+		if fs.NArg() != 1 || strings.Count(fs.Arg(0), "/") != 1 {
+			fmt.Fprintln(stderr, "phalanx status explain: want one NAMESPACE/NAME of a PodGroup")
+			return 2
+		}
+		target = fs.Arg(0)
+	default:
+		fmt.Fprintf(stderr, "phalanx status: unknown view %q (queues, gangs or explain)\n\n", sub)
+		statusUsage(stderr)
+		return 2
+	}
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "phalanx status: %v\n", err)
+		return 1
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "phalanx status: %v\n", err)
+		return 1
+	}
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "phalanx status: %v\n", err)
+		return 1
+	}
+	c := statusClients{kube: kube, client: client, now: time.Now()}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	switch sub {
+	case "queues":
+		err = c.queues(ctx, stdout)
+	case "gangs":
+		err = c.gangs(ctx, stdout, *namespace, *queue)
+	case "explain":
+		ns, name, _ := strings.Cut(target, "/")
+		err = c.explain(ctx, stdout, ns, name)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "phalanx status %s: %v\n", sub, err)
+		return 1
+	}
+	return 0
+}
+
+func (c statusClients) queues(ctx context.Context, out io.Writer) error {
+	list, err := c.client.SchedulingV1alpha1().Queues().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE\tWEIGHT\tSTATE\tRECLAIMABLE\tPENDING\tRUNNING\tALLOCATED")
+	for _, q := range list.Items {
+		state := string(q.Spec.State)
+		if state == "" {
+			state = string(v1alpha1.QueueOpen)
+		}
+		reclaimable := q.Spec.Reclaimable == nil || *q.Spec.Reclaimable
+		fmt.Fprintf(w, "%s\t%d\t%s\t%t\t%d\t%d\t%s\n", q.Name, max(q.Spec.Weight, 1), state, reclaimable,
+			q.Status.Pending, q.Status.Running, resources(q.Status.Allocated))
+	}
+	return w.Flush()
+}
+
+func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queue string) error {
+	list, err := c.client.SchedulingV1alpha1().PodGroups(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var pgs []v1alpha1.PodGroup
+	for _, pg := range list.Items {
+		if queue == "" || queueOf(&pg) == queue {
+			pgs = append(pgs, pg)
+		}
+	}
+	sort.Slice(pgs, func(i, j int) bool {
+		a, b := &pgs[i], &pgs[j]
+		if qa, qb := queueOf(a), queueOf(b); qa != qb {
+			return qa < qb
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tQUEUE\tPHASE\tRUNNING/MIN\tWAITING\tREASON\tEXPECTED START\tMESSAGE")
+	for i := range pgs {
+		pg := &pgs[i]
+		phase := string(pg.Status.Phase)
+		if phase == "" {
+			phase = "-"
+		}
+		waiting, reason, message, start := "-", "-", "", "-"
+		if cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupUnschedulable); cond != nil && cond.Status == metav1.ConditionTrue {
+			reason, message = cond.Reason, cond.Message
+			waiting = age(c.now, pg.CreationTimestamp.Time)
+		} else if cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupScheduled); cond == nil || cond.Status != metav1.ConditionTrue {
+			waiting = age(c.now, pg.CreationTimestamp.Time)
+		}
+		if cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+			start = cond.Message
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), phase,
+			pg.Status.Running, pg.Spec.MinMember, waiting, reason, start, oneLine(message, 100))
+	}
+	return w.Flush()
+}
+
+func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, name string) error {
+	pg, err := c.client.SchedulingV1alpha1().PodGroups(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "PodGroup %s/%s, queue %s, created %s ago\n", pg.Namespace, pg.Name, queueOf(pg), age(c.now, pg.CreationTimestamp.Time))
+	fmt.Fprintf(out, "  minMember %d", pg.Spec.MinMember)
+	if pg.Spec.PriorityClassName != "" {
+		fmt.Fprintf(out, ", priorityClassName %s", pg.Spec.PriorityClassName)
+	}
+	if len(pg.Spec.MinResources) > 0 {
+		fmt.Fprintf(out, ", minResources %s", resources(pg.Spec.MinResources))
+	}
+	if pg.Spec.RequiredTopology != "" {
+		fmt.Fprintf(out, ", requiredTopology %s", pg.Spec.RequiredTopology)
+	}
+	if pg.Spec.GPUModel != "" {
+		fmt.Fprintf(out, ", gpuModel %s", pg.Spec.GPUModel)
+	}
+	if e := pg.Spec.EstimatedRuntimeSeconds; e != nil {
+		fmt.Fprintf(out, ", estimated run time %s", time.Duration(*e)*time.Second)
+	}
+	fmt.Fprintln(out)
+	st := pg.Status
+	phase := string(st.Phase)
+	if phase == "" {
+		phase = "not yet written by the scheduler"
+	}
+	fmt.Fprintf(out, "Phase: %s (members: %d pending, %d running, %d succeeded, %d failed)\n", phase, st.Pending, st.Running, st.Succeeded, st.Failed)
+	if len(st.Conditions) > 0 {
+		fmt.Fprintln(out, "Conditions:")
+		for _, cond := range st.Conditions {
+			fmt.Fprintf(out, "  %s=%s  %s, for %s: %s\n", cond.Type, cond.Status, cond.Reason, age(c.now, cond.LastTransitionTime.Time), cond.Message)
+		}
+	}
+	events, err := c.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.name": name, "involvedObject.kind": "PodGroup"}.AsSelector().String()})
+	if err != nil {
+		return err
+	}
+	sort.Slice(events.Items, func(i, j int) bool { return eventTime(&events.Items[i]).Before(eventTime(&events.Items[j])) })
+	if n := len(events.Items); n > 10 {
+		events.Items = events.Items[n-10:]
+	}
+	if len(events.Items) > 0 {
+		fmt.Fprintln(out, "Events (latest last):")
+		for i := range events.Items {
+			ev := &events.Items[i]
+			fmt.Fprintf(out, "  %s ago  %s  %s  %s\n", age(c.now, eventTime(ev)), ev.Type, ev.Reason, ev.Message)
+		}
+	}
+	return nil
+}
+
+// queueOf is the queue a PodGroup names, the default one if none.
+func queueOf(pg *v1alpha1.PodGroup) string {
+	if pg.Spec.Queue == "" {
+		return v1alpha1.DefaultQueue
+	}
+	return pg.Spec.Queue
+}
+
+// resources prints a resource list in name order, "-" when empty.
+func resources(rl corev1.ResourceList) string {
+	if len(rl) == 0 {
+		return "-"
+	}
+	var parts []string
+	for name, q := range rl {
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// age is how long since t, to the second, "-" if t is unknown.
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return now.Sub(t).Round(time.Second).String()
+}
+
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
+}
+
+// oneLine keeps a message on its line of the table, cut at n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func statusFixture() statusClients {
+	now := time.Unix(10000, 0)
+	at := func(secs int64) metav1.Time { return metav1.Unix(secs, 0) }
+	waiting := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big", CreationTimestamp: at(10000 - 3600)},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 8, Queue: "research", MinResources: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("64")}},
+		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 8, Conditions: []metav1.Condition{
+			{Type: v1alpha1.PodGroupScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", LastTransitionTime: at(9000)},
+			{Type: v1alpha1.PodGroupUnschedulable, Status: metav1.ConditionTrue, Reason: "Unschedulable",
+				Message: "0/4 nodes can hold a member:\n 4 have too few nvidia.com/gpu", LastTransitionTime: at(9000)},
+			{Type: v1alpha1.PodGroupReserved, Status: metav1.ConditionTrue, Reason: "Reserved",
+				Message: "expected to start in 25m0s, on 4 reserved nodes", LastTransitionTime: at(9500)}}}}
+	running := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "small", CreationTimestamp: at(5000)},
+		Spec: v1alpha1.PodGroupSpec{MinMember: 2},
+		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, Running: 2, Conditions: []metav1.Condition{
+			{Type: v1alpha1.PodGroupScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "2/2 members bound", LastTransitionTime: at(5010)}}}}
+	research := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: v1alpha1.QueueSpec{Weight: 3},
+		Status: v1alpha1.QueueStatus{Pending: 1, Allocated: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), corev1.ResourceCPU: resource.MustParse("32")}}}
+	def := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: v1alpha1.QueueStatus{Running: 1}}
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big.1"},
+		InvolvedObject: corev1.ObjectReference{Kind: "PodGroup", Namespace: "team-a", Name: "big"},
+		Type:           corev1.EventTypeWarning, Reason: "Unschedulable", Message: "gang big waits: 0/4 nodes can hold a member", LastTimestamp: at(9000)}
+	return statusClients{kube: fake.NewClientset(event), client: phalanxfake.NewSimpleClientset(waiting, running, research, def), now: now}
+}
+
+func TestStatusQueues(t *testing.T) {
+	var out bytes.Buffer
+	if err := statusFixture().queues(context.Background(), &out); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"QUEUE     WEIGHT  STATE  RECLAIMABLE  PENDING  RUNNING  ALLOCATED",
+		"default   1       Open   true         0        1        -",
+		"research  3       Open   true         1        0        cpu=32,nvidia.com/gpu=16",
+	}
+	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("phalanx status queues printed\n%s\nwant\n%s", out.String(), strings.Join(want, "\n"))
+	}
+}
+
+func TestStatusGangs(t *testing.T) {
+	var out bytes.Buffer
+	if err := statusFixture().gangs(context.Background(), &out, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want a header and two gangs, got:\n%s", out.String())
+	}
+	// By queue: default's gang first, then research's.
+	for i, want := range [][]string{
+		{"NAMESPACE", "NAME", "QUEUE", "PHASE", "RUNNING/MIN", "WAITING", "REASON", "EXPECTED START", "MESSAGE"},
+		{"team-b", "small", "default", "Running", "2/2", " - "},
+		{"team-a", "big", "research", "Pending", "0/8", "1h0m0s", "Unschedulable", "expected to start in 25m0s, on 4 reserved nodes",
+			"0/4 nodes can hold a member: 4 have too few nvidia.com/gpu"},
+	} {
+		for _, field := range want {
+			if !strings.Contains(lines[i], field) {
+				t.Errorf("line %d %q lacks %q", i, lines[i], field)
+			}
+		}
+	}
+	out.Reset()
+	if err := statusFixture().gangs(context.Background(), &out, "", "research"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "small") || !strings.Contains(out.String(), "big") {
+		t.Errorf("--queue research printed\n%s", out.String())
+	}
+}
+
+func TestStatusExplain(t *testing.T) {
+	var out bytes.Buffer
+	if err := statusFixture().explain(context.Background(), &out, "team-a", "big"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"PodGroup team-a/big, queue research, created 1h0m0s ago",
+		"minMember 8, minResources nvidia.com/gpu=64",
+		"Phase: Pending (members: 8 pending, 0 running, 0 succeeded, 0 failed)",
+		"Unschedulable=True  Unschedulable, for 16m40s: 0/4 nodes can hold a member",
+		"Reserved=True  Reserved, for 8m20s: expected to start in 25m0s",
+		"16m40s ago  Warning  Unschedulable  gang big waits",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := statusFixture().explain(context.Background(), &out, "team-a", "nope"); err == nil {
+		t.Error("explain of a missing PodGroup did not fail")
+	}
+}
+
+func TestStatusUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"status"}, {"status", "nonsense"}, {"status", "explain"}, {"status", "explain", "no-slash"}, {"status", "queues", "extra"}} {
+		if code, _, _ := runArgs(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}

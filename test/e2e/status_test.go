@@ -1,0 +1,102 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestStatusCommand runs `phalanx status` against the cluster while one gang
+// runs and one waits, and checks what it prints: the queue with its counts
+// and GPUs, both gangs with the waiting one's reason, and the waiting
+// gang's conditions and Event.
+func TestStatusCommand(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("status", 3).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 2})
+
+	fits := e.create(tfJob("fits").Workers(1).GPUsPerWorker(1).RunFor("10m").Queue(queue))
+	e.create(tfJob("big").Workers(3).GPUsPerWorker(1).RunFor("10m").Queue(queue))
+	e.eventually(time.Minute, "fits runs", e.running(fits))
+	e.eventually(30*time.Second, "big says it is short of GPUs",
+		e.podGroupCondition("big", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "nvidia.com/gpu"))
+	e.eventually(30*time.Second, "the queue's status counts both",
+		func(ctx context.Context) error {
+			q, err := phalanx.SchedulingV1alpha1().Queues().Get(ctx, queue, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if q.Status.Pending != 1 || q.Status.Running != 1 {
+				return fmt.Errorf("status pending %d running %d, want 1 and 1", q.Status.Pending, q.Status.Running)
+			}
+			return nil
+		})
+
+	bin := buildPhalanx(t)
+	status := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"status"}, args...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("phalanx status %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("phalanx status %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	lineOf := func(out, first string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == first {
+				return l
+			}
+		}
+		t.Fatalf("no line for %s in:\n%s", first, out)
+		return ""
+	}
+	fields := func(l string) []string { return strings.Fields(l) }
+
+	q := fields(lineOf(status("queues"), queue))
+	if want := []string{queue, "2", "Open", "true", "1", "1"}; strings.Join(q[:6], " ") != strings.Join(want, " ") ||
+		!strings.Contains(q[6], "nvidia.com/gpu=1") {
+		t.Errorf("queues: %v, want %v and nvidia.com/gpu=1 allocated", q, want)
+	}
+
+	gangs := status("gangs", "-n", e.ns)
+	var bigLine, fitsLine string
+	for _, l := range strings.Split(gangs, "\n") {
+		switch f := fields(l); {
+		case len(f) > 1 && f[1] == "big":
+			bigLine = l
+		case len(f) > 1 && f[1] == "fits":
+			fitsLine = l
+		}
+	}
+	if f := fields(fitsLine); len(f) < 6 || f[2] != queue || f[3] != "Running" || f[4] != "1/1" || f[5] != "-" {
+		t.Errorf("gangs: the running gang's line is %q", fitsLine)
+	}
+	if f := fields(bigLine); len(f) < 7 || f[2] != queue || f[3] != "Inqueue" || f[4] != "0/3" || f[6] != "Unschedulable" ||
+		!strings.Contains(bigLine, "nvidia.com/gpu") {
+		t.Errorf("gangs: the waiting gang's line is %q", bigLine)
+	}
+	if other := status("gangs", "--queue", "no-such-queue"); strings.Contains(other, e.ns) {
+		t.Errorf("gangs --queue no-such-queue listed this test's gangs:\n%s", other)
+	}
+
+	explain := status("explain", e.ns+"/big")
+	for _, want := range []string{"PodGroup " + e.ns + "/big, queue " + queue, "minMember 3", "Phase: Inqueue",
+		"Unschedulable=True", "Events (latest last):", "Warning  Unschedulable  gang big waits"} {
+		if !strings.Contains(explain, want) {
+			t.Errorf("explain lacks %q", want)
+		}
+	}
+}
