@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,6 +91,32 @@ func TestStatusCommand(t *testing.T) {
 	}
 	if other := status("gangs", "--queue", "no-such-queue"); strings.Contains(other, e.ns) {
 		t.Errorf("gangs --queue no-such-queue listed this test's gangs:\n%s", other)
+	}
+
+	// kubectl get podgroups: the Reason column of the CRD's printer columns.
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/apis/scheduling.phalanx.dev/v1alpha1/namespaces", e.ns, "podgroups").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(e.ctx)
+	if err != nil {
+		t.Fatalf("PodGroups as a table: %v", err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	reason := -1
+	for i, c := range table.ColumnDefinitions {
+		if c.Name == "Reason" {
+			reason = i
+		}
+	}
+	found := false
+	for _, row := range table.Rows {
+		if len(row.Cells) > reason && reason >= 0 && row.Cells[0] == "big" {
+			found = row.Cells[reason] == "Unschedulable"
+		}
+	}
+	if !found {
+		t.Errorf("kubectl get podgroups: no Reason Unschedulable for big (columns %v, rows %v)", table.ColumnDefinitions, table.Rows)
 	}
 
 	explain := status("explain", e.ns+"/big")

@@ -143,6 +143,8 @@ type PodGroupStatus struct {
 // +kubebuilder:printcolumn:name="MinMember",type=integer,JSONPath=`.spec.minMember`
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Unschedulable")].reason`
+// +kubebuilder:printcolumn:name="Reservation",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Reserved")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodGroup struct {
 	metav1.TypeMeta   `json:",inline"`
