@@ -98,6 +98,47 @@ func deal(queues []*queueState, total Vector) {
 	}
 }
 
+// Deserved returns what each queue of s deserves, by name, dealt as a cycle
+// deals it: the schedulable nodes' allocatable resources water-filled by
+// weight among the queues, each up to what it demands (what it holds plus
+// what its valid waiting gangs ask for) and its capability, and at least its
+// guarantee. It is for reports (a Queue's status, metrics); a cycle deals
+// among the gangs it admits.
+func Deserved(s *Snapshot) map[string]Vector {
+	var total Vector
+	for i := range s.Nodes {
+		if !s.Nodes[i].Unschedulable {
+			total = total.Add(s.Nodes[i].Allocatable)
+		}
+	}
+	byName := map[string]*queueState{}
+	queues := make([]*queueState, 0, len(s.Queues))
+	for i := range s.Queues {
+		q := &s.Queues[i]
+		if byName[q.Name] != nil {
+			continue // the first definition wins, as in a cycle
+		}
+		qs := &queueState{q: q, weight: min(max(q.Weight, 1), maxWeight), demand: q.Allocated}
+		byName[q.Name] = qs
+		queues = append(queues, qs)
+	}
+	for _, g := range s.Gangs {
+		if g == nil || g.Invalid != "" || g.Unsupported != "" || byName[g.Queue] == nil {
+			continue
+		}
+		qs := byName[g.Queue]
+		for i := range g.Pending {
+			qs.demand = qs.demand.Add(g.Pending[i].Request)
+		}
+	}
+	deal(queues, total)
+	out := make(map[string]Vector, len(queues))
+	for _, qs := range queues {
+		out[qs.q.Name] = qs.deserved
+	}
+	return out
+}
+
 // updateShare recomputes the dominant share of what qs holds relative to what
 // it deserves. Holding something it does not deserve at all counts as a huge
 // share; holding nothing counts as zero.

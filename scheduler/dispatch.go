@@ -280,6 +280,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			s.writer.cancel(writeKey{kindForeignPodGroup, key})
 		}
 	}
+	deserved := core.Deserved(snap)
 	for name, q := range queues {
 		obj := s.store.queues[name]
 		if obj == nil || !s.store.claims(obj.Annotations) {
@@ -289,7 +290,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		if c == nil {
 			c = &queueCount{}
 		}
-		desired := queueStatus(obj.Status, s.store.res.resourceList(q.Allocated), c.pending, c.running)
+		desired := queueStatus(obj.Status, s.store.res.resourceList(q.Allocated), s.store.res.resourceList(deserved[name]), c.pending, c.running)
 		if prev, ok := s.written.queues[name]; (ok && !statusChanged(prev, desired)) || (!ok && !statusChanged(obj.Status, desired)) {
 			continue
 		}
@@ -309,7 +310,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			s.writer.cancel(writeKey{kindQueue, name})
 		}
 	}
-	s.queueMetrics(queues, func(name string) (pending, running int32) {
+	s.queueMetrics(queues, deserved, func(name string) (pending, running int32) {
 		if c := counts[name]; c != nil {
 			return c.pending, c.running
 		}
@@ -320,31 +321,46 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 
 // queueMetrics sets the per-queue gauges from the cycle's queues, and
 // deletes the series of queues and resources that are gone.
-func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, gangs func(queue string) (pending, running int32)) {
-	series := map[string]map[corev1.ResourceName]bool{}
+func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[string]core.Vector, gangs func(queue string) (pending, running int32)) {
+	series := map[string]queueSeries{}
 	for name, q := range queues {
 		pending, running := gangs(name)
 		s.metrics.QueuePendingGangs.WithLabelValues(name).Set(float64(pending))
 		s.metrics.QueueRunningGangs.WithLabelValues(name).Set(float64(running))
-		series[name] = map[corev1.ResourceName]bool{}
+		set := queueSeries{allocated: map[corev1.ResourceName]bool{}, deserved: map[corev1.ResourceName]bool{}}
 		for res, amount := range s.store.res.resourceList(q.Allocated) {
 			s.metrics.QueueAllocated.WithLabelValues(name, string(res)).Set(amount.AsApproximateFloat64())
-			series[name][res] = true
+			set.allocated[res] = true
 		}
+		for res, amount := range s.store.res.resourceList(deserved[name]) {
+			s.metrics.QueueDeserved.WithLabelValues(name, string(res)).Set(amount.AsApproximateFloat64())
+			set.deserved[res] = true
+		}
+		series[name] = set
 	}
-	for name, resources := range s.queueSeries {
-		if series[name] == nil {
+	for name, old := range s.queueSeries {
+		cur, ok := series[name]
+		if !ok {
 			s.metrics.QueuePendingGangs.DeleteLabelValues(name)
 			s.metrics.QueueRunningGangs.DeleteLabelValues(name)
 		}
-		for res := range resources {
-			if !series[name][res] {
+		for res := range old.allocated {
+			if !cur.allocated[res] {
 				s.metrics.QueueAllocated.DeleteLabelValues(name, string(res))
+			}
+		}
+		for res := range old.deserved {
+			if !cur.deserved[res] {
+				s.metrics.QueueDeserved.DeleteLabelValues(name, string(res))
 			}
 		}
 	}
 	s.queueSeries = series
 }
+
+// queueSeries are the resources of a queue whose allocated and deserved
+// amounts are exported.
+type queueSeries struct{ allocated, deserved map[corev1.ResourceName]bool }
 
 // publishForeign hands the writer the status of another scheduler's
 // PodGroup, in that API's schema (foreign.go), when it changed. Without a

@@ -32,6 +32,8 @@ type Metrics struct {
 	// (cpu in cores, memory in bytes, others in units).
 	QueuePendingGangs, QueueRunningGangs *prometheus.GaugeVec
 	QueueAllocated                       *prometheus.GaugeVec
+	// QueueDeserved is the queue's fair share (core.Deserved), by resource.
+	QueueDeserved *prometheus.GaugeVec
 	// QueueAdmissionWait observes, when a gang reaches its minimum in a
 	// cycle, how long since it arrived.
 	QueueAdmissionWait *prometheus.HistogramVec
@@ -80,6 +82,10 @@ func NewMetrics() *Metrics {
 			Name: "phalanx_queue_allocated",
 			Help: "What the queue's bound pods request, by resource (cpu in cores, memory in bytes, others in units), after the latest cycle."},
 			[]string{"queue", "resource"}),
+		QueueDeserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_deserved",
+			Help: "The queue's fair share of the schedulable nodes, by resource (units as phalanx_queue_allocated), after the latest cycle."},
+			[]string{"queue", "resource"}),
 		QueueAdmissionWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "phalanx_queue_admission_wait_seconds",
 			Help:    "Time from a gang's arrival to the cycle in which it reached its minimum, by queue.",
@@ -95,7 +101,7 @@ func NewMetrics() *Metrics {
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
 		m.UnreadableObjects, m.PodEventsSkipped,
-		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueAdmissionWait, m.QueueEvictedPods, m.QueueGPUSecondsLost,
+		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueEvictedPods, m.QueueGPUSecondsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

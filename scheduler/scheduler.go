@@ -10,7 +10,6 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
 	"github.com/phalanx-sched/phalanx/core"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -198,7 +197,7 @@ type Scheduler struct {
 	published map[string]published
 	// queueSeries: the queues, and their resources, whose metrics the
 	// latest cycle set (queueMetrics).
-	queueSeries map[string]map[corev1.ResourceName]bool
+	queueSeries map[string]queueSeries
 	written     *writeCache
 
 	writer *statusWriter

@@ -159,8 +159,8 @@ func podScheduledCondition(pod *corev1.Pod, last verdict, now metav1.Time) (core
 }
 
 // queueStatus computes a Queue's status from the cycle's views.
-func queueStatus(old v1alpha1.QueueStatus, allocated corev1.ResourceList, pending, running int32) v1alpha1.QueueStatus {
+func queueStatus(old v1alpha1.QueueStatus, allocated, deserved corev1.ResourceList, pending, running int32) v1alpha1.QueueStatus {
 	st := *old.DeepCopy()
-	st.Allocated, st.Pending, st.Running = allocated, pending, running
+	st.Allocated, st.Deserved, st.Pending, st.Running = allocated, deserved, pending, running
 	return st
 }

@@ -31,7 +31,7 @@ func statusUsage(out io.Writer) {
 What the scheduler wrote into the API, read back:
 
   queues   each Queue: weight, state, gangs pending and running, what its bound
-           pods hold
+           pods hold and what it deserves (its fair share)
   gangs    each PodGroup, by queue and arrival: phase, members running of the
            minimum, how long it has waited, and why (its Unschedulable condition;
            with a reservation, when it is expected to start)
@@ -123,15 +123,15 @@ func (c statusClients) queues(ctx context.Context, out io.Writer) error {
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "QUEUE\tWEIGHT\tSTATE\tRECLAIMABLE\tPENDING\tRUNNING\tALLOCATED")
+	fmt.Fprintln(w, "QUEUE\tWEIGHT\tSTATE\tRECLAIMABLE\tPENDING\tRUNNING\tALLOCATED\tDESERVED")
 	for _, q := range list.Items {
 		state := string(q.Spec.State)
 		if state == "" {
 			state = string(v1alpha1.QueueOpen)
 		}
 		reclaimable := q.Spec.Reclaimable == nil || *q.Spec.Reclaimable
-		fmt.Fprintf(w, "%s\t%d\t%s\t%t\t%d\t%d\t%s\n", q.Name, max(q.Spec.Weight, 1), state, reclaimable,
-			q.Status.Pending, q.Status.Running, resources(q.Status.Allocated))
+		fmt.Fprintf(w, "%s\t%d\t%s\t%t\t%d\t%d\t%s\t%s\n", q.Name, max(q.Spec.Weight, 1), state, reclaimable,
+			q.Status.Pending, q.Status.Running, resources(q.Status.Allocated), resources(q.Status.Deserved))
 	}
 	return w.Flush()
 }

@@ -31,7 +31,8 @@ func statusFixture() statusClients {
 		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, Running: 2, Conditions: []metav1.Condition{
 			{Type: v1alpha1.PodGroupScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "2/2 members bound", LastTransitionTime: at(5010)}}}}
 	research := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: v1alpha1.QueueSpec{Weight: 3},
-		Status: v1alpha1.QueueStatus{Pending: 1, Allocated: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), corev1.ResourceCPU: resource.MustParse("32")}}}
+		Status: v1alpha1.QueueStatus{Pending: 1, Allocated: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), corev1.ResourceCPU: resource.MustParse("32")},
+			Deserved: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("24")}}}
 	def := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Status: v1alpha1.QueueStatus{Running: 1}}
 	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big.1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "PodGroup", Namespace: "team-a", Name: "big"},
@@ -45,9 +46,9 @@ func TestStatusQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"QUEUE     WEIGHT  STATE  RECLAIMABLE  PENDING  RUNNING  ALLOCATED",
-		"default   1       Open   true         0        1        -",
-		"research  3       Open   true         1        0        cpu=32,nvidia.com/gpu=16",
+		"QUEUE     WEIGHT  STATE  RECLAIMABLE  PENDING  RUNNING  ALLOCATED                 DESERVED",
+		"default   1       Open   true         0        1        -                         -",
+		"research  3       Open   true         1        0        cpu=32,nvidia.com/gpu=16  nvidia.com/gpu=24",
 	}
 	if got := strings.Split(strings.TrimSpace(out.String()), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("phalanx status queues printed\n%s\nwant\n%s", out.String(), strings.Join(want, "\n"))

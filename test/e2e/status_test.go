@@ -67,7 +67,7 @@ func TestStatusCommand(t *testing.T) {
 	fields := func(l string) []string { return strings.Fields(l) }
 
 	q := fields(lineOf(status("queues"), queue))
-	if want := []string{queue, "2", "Open", "true", "1", "1"}; strings.Join(q[:6], " ") != strings.Join(want, " ") ||
+	if want := []string{queue, "2", "Open", "true", "1", "1"}; len(q) < 8 || strings.Join(q[:6], " ") != strings.Join(want, " ") || !strings.Contains(q[7], "nvidia.com/gpu=") ||
 		!strings.Contains(q[6], "nvidia.com/gpu=1") {
 		t.Errorf("queues: %v, want %v and nvidia.com/gpu=1 allocated", q, want)
 	}

@@ -231,6 +231,13 @@ type QueueStatus struct {
 	// Allocated is what the queue's bound pods request.
 	// +optional
 	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+	// Deserved is the queue's fair share of the schedulable nodes: their
+	// resources dealt among the queues by weight, each up to what it holds
+	// and its gangs ask for and up to its capability, and at least its
+	// guarantee. A queue holding more than it deserves may be reclaimed
+	// from.
+	// +optional
+	Deserved corev1.ResourceList `json:"deserved,omitempty"`
 	// Pending counts gangs waiting for their minimum.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
@@ -259,6 +266,8 @@ type QueueStatus struct {
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pending`
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
+// +kubebuilder:printcolumn:name="GPUs",type=string,JSONPath=`.status.allocated.nvidia\.com/gpu`
+// +kubebuilder:printcolumn:name="Deserved GPUs",type=string,JSONPath=`.status.deserved.nvidia\.com/gpu`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -252,6 +252,13 @@ func (in *QueueStatus) DeepCopyInto(out *QueueStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.Deserved != nil {
+		in, out := &in.Deserved, &out.Deserved
+		*out = make(v1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))
