@@ -104,6 +104,10 @@ func TestInputErrors(t *testing.T) {
 		{"missing scenario", []string{"simulate", "--scenario", missing}, []string{missing}},
 		{"missing trace", []string{"simulate", "--trace", missing, "--nodes", "2", "--gpus-per-node", "8"}, []string{missing}},
 		{"bad trace row", []string{"simulate", "--trace", badTrace, "--nodes", "2", "--gpus-per-node", "8"}, []string{badTrace + ":3"}},
+		// Checked before the run: nothing is printed.
+		{"plot into a missing folder", []string{"simulate", "--plot", filepath.Join(dir, "no-such-folder", "gpus.svg")},
+			[]string{filepath.Join(dir, "no-such-folder", "gpus.svg")}},
+		{"plot into a file's path", []string{"simulate", "--plot", filepath.Join(badTrace, "gpus.svg")}, []string{"is not a folder"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

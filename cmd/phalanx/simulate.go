@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -225,6 +226,23 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	return cfg, nil
 }
 
+// writable checks, before a run that may take minutes, that a file can be
+// created at path: its folder exists and takes new files.
+func writable(path string) error {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("%s: %s is not a folder", path, dir)
+	}
+	probe, err := os.CreateTemp(dir, ".phalanx-write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in %s: %w", path, dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
 // parsePolicies splits a comma-separated list of policy names, checking
 // every name.
 func parsePolicies(list string) ([]string, error) {
@@ -299,6 +317,11 @@ func readInputs(cfg simulateConfig) ([]input, error) {
 
 // simulate runs cfg, writing reports to stdout and progress to stderr.
 func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
+	if cfg.plot != "" {
+		if err := writable(cfg.plot); err != nil {
+			return err
+		}
+	}
 	inputs, err := readInputs(cfg)
 	if err != nil {
 		return err
