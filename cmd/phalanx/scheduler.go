@@ -52,6 +52,7 @@ type schedulerFlags struct {
 	retryPeriod     time.Duration
 	address         string
 	profiling       bool
+	config          string
 	podEventQPS     float64
 	podEventBurst   int
 	qps             float64
@@ -94,6 +95,9 @@ func (l *labelKeys) Set(v string) error {
 func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.StringVar(&f.config, "config", "",
+		"PhalanxConfiguration file (docs/reference.md): its scheduling section, shared with phalanx simulate --config,\n"+
+			"and its scheduler section set the flags of the same meaning; flags given here win over it")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG or the in-cluster service account")
 	fs.Var(&f.names, "scheduler-name", "a spec.schedulerName to serve; repeatable (default phalanx)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect a leader through a Lease so that only one replica schedules")
@@ -124,7 +128,7 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
 	fs.StringVar(&f.gpu, "gpu-resource", "nvidia.com/gpu", "accelerator resource that placement packs on")
-	fs.DurationVar(&f.reserveAfter, "reserve-after", 0,
+	fs.DurationVar(&f.reserveAfter, "reserve-after", time.Hour, // as phalanx simulate (TestSharedFlagDefaults)
 		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
 	fs.IntVar(&f.reservations, "reservations", 2,
@@ -191,6 +195,12 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "phalanx scheduler: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
 		return 2
+	}
+	if f.config != "" {
+		if err := applyConfig(fs, f.config, "scheduler"); err != nil {
+			fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
+			return 2
+		}
 	}
 	if len(f.names) == 0 {
 		f.names = stringList{scheduler.DefaultSchedulerName}

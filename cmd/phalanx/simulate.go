@@ -47,11 +47,12 @@ type simulateFlags struct {
 	shortestFirst                         bool
 	gracePeriod, holdFailed, reclaimAfter time.Duration
 	estimateError, queueWeights           string
+	config                                string
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "output", "plot"}
+	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -81,6 +82,10 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
 	fs.DurationVar(&f.holdFailed, "hold-failed", sim.DefaultHoldFailed*time.Second,
 		"phalanx holds what a pod that failed in a running gang freed for its replacement for `D` (0: no hold)")
+	fs.DurationVar(&f.holdFailed, "hold-failed-member", sim.DefaultHoldFailed*time.Second,
+		"the same as --hold-failed, under phalanx scheduler's name for it")
+	fs.StringVar(&f.config, "config", "",
+		"PhalanxConfiguration `FILE` whose scheduling section, shared with phalanx scheduler, sets these flags; flags given here win")
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
 	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
 	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use over time into `FILE` (.svg or .png)")
@@ -148,6 +153,11 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	}
 	if fs.NArg() > 0 {
 		return simulateConfig{}, usagef("unexpected argument %q (inputs are given with --trace or --scenario)", fs.Arg(0))
+	}
+	if f.config != "" {
+		if err := applyConfig(fs, f.config, "simulate"); err != nil {
+			return simulateConfig{}, usagef("%v", err)
+		}
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/phalanx-sched/phalanx/config"
+)
+
+// applyConfig sets, from the PhalanxConfiguration file at path, the flags
+// of command that the command line did not give: the command line wins
+// over the file, the file over the defaults. Errors name the file and the
+// field.
+func applyConfig(fs *flag.FlagSet, path, command string) error {
+	c, err := config.Read(path)
+	if err != nil {
+		return fmt.Errorf("--config %w", err)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, v := range c.FlagValues(command) {
+		if fs.Lookup(v.Flag) == nil {
+			return fmt.Errorf("--config %s: %s: phalanx %s has no flag --%s", path, v.Field, command, v.Flag)
+		}
+		if given[v.Flag] {
+			continue
+		}
+		if err := fs.Set(v.Flag, v.Value); err != nil {
+			return fmt.Errorf("--config %s: %s: %q: %w", path, v.Field, v.Value, err)
+		}
+	}
+	return nil
+}

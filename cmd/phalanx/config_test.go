@@ -1,0 +1,156 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/config"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// TestSharedFlagDefaults: every setting of the configuration's scheduling
+// section is a flag of both commands with the same default, so that a
+// simulation with the defaults predicts the scheduler with its defaults.
+func TestSharedFlagDefaults(t *testing.T) {
+	var sf schedulerFlags
+	sched := schedulerFlagSet(&sf, io.Discard)
+	var mf simulateFlags
+	simu := newSimulateFlagSet(&mf)
+	all := func(b bool) *bool { return &b }
+	d := &config.Duration{Duration: time.Minute}
+	n := 1
+	c := config.Configuration{Scheduling: config.Scheduling{ReserveAfter: d, Reservations: &n, ShortestFirst: all(true),
+		Preemption: all(true), ReclaimAfter: d, ReclaimYoungerOnly: all(true), HoldFailedMember: d}}
+	shared := c.FlagValues("simulate")
+	if len(shared) != 7 {
+		t.Fatalf("%d shared settings listed, want the 7 of Scheduling", len(shared))
+	}
+	for _, v := range shared {
+		a, b := sched.Lookup(v.Flag), simu.Lookup(v.Flag)
+		if a == nil || b == nil {
+			t.Errorf("%s: flag --%s: in phalanx scheduler %v, in phalanx simulate %v", v.Field, v.Flag, a != nil, b != nil)
+			continue
+		}
+		if a.DefValue != b.DefValue {
+			t.Errorf("--%s defaults to %s in phalanx scheduler and %s in phalanx simulate", v.Flag, a.DefValue, b.DefValue)
+		}
+	}
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "phalanx.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestConfigFile: the file sets both commands' flags; a flag given on the
+// command line wins.
+func TestConfigFile(t *testing.T) {
+	path := writeConfig(t, `apiVersion: phalanx.dev/v1alpha1
+kind: PhalanxConfiguration
+scheduling:
+  reserveAfter: 10m
+  reservations: 3
+  preemption: false
+  holdFailedMember: 2m
+scheduler:
+  schedulerNames: [phalanx, kube-batch]
+  topology: [topology.kubernetes.io/zone, phalanx.dev/rack]
+  bindWorkers: 8
+`)
+	var f schedulerFlags
+	fs := schedulerFlagSet(&f, io.Discard)
+	if err := fs.Parse([]string{"--reservations", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfig(fs, path, "scheduler"); err != nil {
+		t.Fatal(err)
+	}
+	if f.reserveAfter != 10*time.Minute || f.reservations != 1 || f.preemption || f.holdFailed != 2*time.Minute ||
+		strings.Join(f.names, ",") != "phalanx,kube-batch" || strings.Join(f.topology, ",") != "topology.kubernetes.io/zone,phalanx.dev/rack" ||
+		f.bindWorkers != 8 {
+		t.Errorf("scheduler flags after the file: %+v", f)
+	}
+
+	cfg, err := parseSimulate([]string{"--config", path, "--preemption=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.opt.ReserveAfter != 600 || cfg.opt.Reservations != 3 || cfg.opt.NoPreemption || cfg.opt.HoldFailed != 120 {
+		t.Errorf("simulate options after the file: %+v", cfg.opt)
+	}
+}
+
+// TestConfigErrors: a bad file stops either command before it does
+// anything, with a message naming the field.
+func TestConfigErrors(t *testing.T) {
+	header := "apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\n"
+	for _, tt := range []struct {
+		name, text, want string
+	}{
+		{"wrong kind", "apiVersion: phalanx.dev/v1alpha1\nkind: KubeSchedulerConfiguration\n", "want phalanx.dev/v1alpha1 and PhalanxConfiguration"},
+		{"unknown field", header + "scheduling:\n  reserveAftr: 1h\n", `unknown field "reserveAftr"`},
+		{"bad duration", header + "scheduling:\n  reserveAfter: soon\n", `"soon"`},
+		{"wrong type", header + "scheduling:\n  reservations: two\n", "scheduling.reservations"},
+		{"negative", header + "scheduling:\n  holdFailedMember: -5m\n", "scheduling.holdFailedMember: -5m0s must not be negative"},
+		{"no reservations", header + "scheduling:\n  reservations: 0\n", "scheduling.reservations"},
+		{"bad topology", header + "scheduler:\n  topology: [\"not a key!\"]\n", "scheduler.topology"},
+		{"not yaml", "scheduling: [\n", "not YAML"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.text)
+			for _, args := range [][]string{{"scheduler", "--config", path}, {"simulate", "--config", path}} {
+				if args[0] == "simulate" && strings.Contains(tt.text, "scheduler:") {
+					continue // the simulator does not read that section
+				}
+				code, stdout, stderr := runArgs(t, args...)
+				if code != 2 || stdout != "" || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, path) {
+					t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and an error naming %s and saying %q", args[0], code, stdout, stderr, path, tt.want)
+				}
+			}
+		})
+	}
+	if code, _, stderr := runArgs(t, "simulate", "--config", filepath.Join(t.TempDir(), "missing.yaml")); code != 2 || !strings.Contains(stderr, "missing.yaml") {
+		t.Errorf("a missing file: exit %d, %q", code, stderr)
+	}
+}
+
+// TestDeployedConfig: the configuration deploy/ ships parses, and sets the
+// scheduler's flags without error.
+func TestDeployedConfig(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(data, &cm); err != nil {
+		t.Fatalf("deploy/config.yaml: %v", err)
+	}
+	path := writeConfig(t, cm.Data["config.yaml"])
+	var f schedulerFlags
+	fs := schedulerFlagSet(&f, io.Discard)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyConfig(fs, path, "scheduler"); err != nil {
+		t.Fatalf("deploy/config.yaml's config.yaml: %v", err)
+	}
+	if strings.Join(f.names, ",") != "phalanx,kube-batch" {
+		t.Errorf("scheduler names %v", f.names)
+	}
+	dep, err := os.ReadFile("../../deploy/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(dep), "--config=/etc/phalanx/config.yaml") || !strings.Contains(string(dep), "name: phalanx-config") {
+		t.Error("deploy/deployment.yaml does not mount the configuration and pass --config")
+	}
+}

@@ -1,0 +1,250 @@
+// Package config reads PhalanxConfiguration, the versioned file that
+// `phalanx scheduler --config` and `phalanx simulate --config` share, so
+// that a simulated result is run with the settings the scheduler is
+// deployed with:
+//
+//	apiVersion: phalanx.dev/v1alpha1
+//	kind: PhalanxConfiguration
+//	scheduling:          # both commands
+//	  reserveAfter: 1h
+//	  reservations: 2
+//	  shortestFirst: true
+//	  preemption: true
+//	  reclaimAfter: 0s
+//	  reclaimYoungerOnly: false
+//	  holdFailedMember: 5m
+//	scheduler:           # phalanx scheduler only
+//	  schedulerNames: [phalanx, kube-batch]
+//	  topology: [topology.kubernetes.io/zone, phalanx.dev/rack]
+//
+// Every field stands for the command-line flag of the same meaning
+// (FlagValues names them); a flag given on the command line wins over the
+// file, and the file over the flag's default.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// APIVersion and Kind identify the file.
+const (
+	APIVersion = "phalanx.dev/v1alpha1"
+	Kind       = "PhalanxConfiguration"
+)
+
+// Configuration is the file.
+type Configuration struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Scheduling is what both the scheduler and the simulator read.
+	Scheduling Scheduling `json:"scheduling,omitempty"`
+	// Scheduler is read by phalanx scheduler only.
+	Scheduler Scheduler `json:"scheduler,omitempty"`
+}
+
+// Scheduling holds the policy settings of both commands. Unset fields keep
+// the flags' defaults.
+type Scheduling struct {
+	// ReserveAfter: how long a gang that does not fit waits before nodes are
+	// reserved for it (--reserve-after); 0 turns reservations off.
+	ReserveAfter *Duration `json:"reserveAfter,omitempty"`
+	// Reservations: how many gangs may hold reservations at once
+	// (--reservations).
+	Reservations *int `json:"reservations,omitempty"`
+	// ShortestFirst: within a queue and priority, shorter estimated run
+	// times first (--shortest-first).
+	ShortestFirst *bool `json:"shortestFirst,omitempty"`
+	// Preemption: preemption within a queue and reclaim between queues
+	// (--preemption).
+	Preemption *bool `json:"preemption,omitempty"`
+	// ReclaimAfter: how long a gang waits before it reclaims from queues
+	// over their share (--reclaim-after).
+	ReclaimAfter *Duration `json:"reclaimAfter,omitempty"`
+	// ReclaimYoungerOnly: reclaim only from gangs that arrived later
+	// (--reclaim-younger-only).
+	ReclaimYoungerOnly *bool `json:"reclaimYoungerOnly,omitempty"`
+	// HoldFailedMember: how long a failed member's room is kept for its
+	// replacement (--hold-failed-member).
+	HoldFailedMember *Duration `json:"holdFailedMember,omitempty"`
+}
+
+// Scheduler holds the settings of phalanx scheduler alone.
+type Scheduler struct {
+	SchedulerNames     []string  `json:"schedulerNames,omitempty"`     // --scheduler-name, each
+	Topology           []string  `json:"topology,omitempty"`           // --topology
+	GPUResource        *string   `json:"gpuResource,omitempty"`        // --gpu-resource
+	GPUModelLabel      *string   `json:"gpuModelLabel,omitempty"`      // --gpu-model-label
+	PartialGangTimeout *Duration `json:"partialGangTimeout,omitempty"` // --partial-gang-timeout
+	CyclePeriod        *Duration `json:"cyclePeriod,omitempty"`        // --cycle-period
+	BindWorkers        *int      `json:"bindWorkers,omitempty"`        // --bind-workers
+	KubeAPIQPS         *float64  `json:"kubeAPIQPS,omitempty"`         // --kube-api-qps
+	KubeAPIBurst       *int      `json:"kubeAPIBurst,omitempty"`       // --kube-api-burst
+	PodEventQPS        *float64  `json:"podEventQPS,omitempty"`        // --pod-event-qps
+	PodEventBurst      *int      `json:"podEventBurst,omitempty"`      // --pod-event-burst
+}
+
+// Duration is a Go duration written as a string ("90m", "1h30m", "0s").
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration such as \"90m\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"90m\", got %q", s)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.Duration.String()) }
+
+// Read reads and checks the file at path.
+func Read(path string) (*Configuration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads a configuration from YAML (or JSON) and checks it: the
+// apiVersion and kind, no unknown field, each value in range. Errors name
+// the field.
+func Parse(data []byte) (*Configuration, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	var c Configuration
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, explain(err)
+	}
+	if c.APIVersion != APIVersion || c.Kind != Kind {
+		return nil, fmt.Errorf("apiVersion %q and kind %q: want %s and %s", c.APIVersion, c.Kind, APIVersion, Kind)
+	}
+	for _, v := range c.FlagValues("scheduler") {
+		if v.number && strings.HasPrefix(v.Value, "-") {
+			return nil, fmt.Errorf("%s: %s must not be negative", v.Field, v.Value)
+		}
+	}
+	if n := c.Scheduling.Reservations; n != nil && *n < 1 {
+		return nil, fmt.Errorf("scheduling.reservations: %d; give at least 1 (reservations are turned off with reserveAfter: 0s)", *n)
+	}
+	if n := c.Scheduler.BindWorkers; n != nil && *n < 1 {
+		return nil, fmt.Errorf("scheduler.bindWorkers: %d; give at least 1", *n)
+	}
+	for _, f := range []struct {
+		field string
+		value *float64
+	}{{"scheduler.kubeAPIQPS", c.Scheduler.KubeAPIQPS}} {
+		if f.value != nil && *f.value <= 0 {
+			return nil, fmt.Errorf("%s: %v; give more than 0", f.field, *f.value)
+		}
+	}
+	return &c, nil
+}
+
+// explain turns a decoding error into one that names the field.
+func explain(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		return fmt.Errorf("%s: want %s, got a %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return fmt.Errorf("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return err
+}
+
+// FlagValue is a field of the file set, as the value of a command's flag.
+type FlagValue struct {
+	Flag  string // the flag's name, without dashes
+	Field string // the field's path in the file, for messages
+	Value string // as the flag would be given
+	// number: a duration or a number, never negative.
+	number bool
+}
+
+// FlagValues lists the fields that are set, as values of the flags of
+// command ("scheduler" or "simulate"); the simulator reads the scheduling
+// section only.
+func (c *Configuration) FlagValues(command string) []FlagValue {
+	var out []FlagValue
+	add := func(flag, field, value string) { out = append(out, FlagValue{Flag: flag, Field: field, Value: value}) }
+	addNumber := func(flag, field, value string) {
+		out = append(out, FlagValue{Flag: flag, Field: field, Value: value, number: true})
+	}
+	dur := func(flag, field string, d *Duration) {
+		if d != nil {
+			addNumber(flag, field, d.Duration.String())
+		}
+	}
+	integer := func(flag, field string, n *int) {
+		if n != nil {
+			addNumber(flag, field, strconv.Itoa(*n))
+		}
+	}
+	boolean := func(flag, field string, b *bool) {
+		if b != nil {
+			add(flag, field, strconv.FormatBool(*b))
+		}
+	}
+	str := func(flag, field string, s *string) {
+		if s != nil {
+			add(flag, field, *s)
+		}
+	}
+	float := func(flag, field string, f *float64) {
+		if f != nil {
+			addNumber(flag, field, strconv.FormatFloat(*f, 'g', -1, 64))
+		}
+	}
+	s := &c.Scheduling
+	dur("reserve-after", "scheduling.reserveAfter", s.ReserveAfter)
+	integer("reservations", "scheduling.reservations", s.Reservations)
+	boolean("shortest-first", "scheduling.shortestFirst", s.ShortestFirst)
+	boolean("preemption", "scheduling.preemption", s.Preemption)
+	dur("reclaim-after", "scheduling.reclaimAfter", s.ReclaimAfter)
+	boolean("reclaim-younger-only", "scheduling.reclaimYoungerOnly", s.ReclaimYoungerOnly)
+	dur("hold-failed-member", "scheduling.holdFailedMember", s.HoldFailedMember)
+	if command != "scheduler" {
+		return out
+	}
+	r := &c.Scheduler
+	for i, name := range r.SchedulerNames {
+		add("scheduler-name", fmt.Sprintf("scheduler.schedulerNames[%d]", i), name)
+	}
+	if r.Topology != nil {
+		add("topology", "scheduler.topology", strings.Join(r.Topology, ","))
+	}
+	str("gpu-resource", "scheduler.gpuResource", r.GPUResource)
+	str("gpu-model-label", "scheduler.gpuModelLabel", r.GPUModelLabel)
+	dur("partial-gang-timeout", "scheduler.partialGangTimeout", r.PartialGangTimeout)
+	dur("cycle-period", "scheduler.cyclePeriod", r.CyclePeriod)
+	integer("bind-workers", "scheduler.bindWorkers", r.BindWorkers)
+	float("kube-api-qps", "scheduler.kubeAPIQPS", r.KubeAPIQPS)
+	integer("kube-api-burst", "scheduler.kubeAPIBurst", r.KubeAPIBurst)
+	float("pod-event-qps", "scheduler.podEventQPS", r.PodEventQPS)
+	integer("pod-event-burst", "scheduler.podEventBurst", r.PodEventBurst)
+	return out
+}

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	c, err := Parse([]byte(`apiVersion: phalanx.dev/v1alpha1
+kind: PhalanxConfiguration
+scheduling:
+  reserveAfter: 90m
+  shortestFirst: false
+scheduler:
+  kubeAPIQPS: 500
+  schedulerNames: [a, b]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Scheduling.ReserveAfter.Duration != 90*time.Minute || *c.Scheduling.ShortestFirst || *c.Scheduler.KubeAPIQPS != 500 {
+		t.Errorf("parsed %+v", c)
+	}
+	var got []string
+	for _, v := range c.FlagValues("scheduler") {
+		got = append(got, v.Flag+"="+v.Value)
+	}
+	if want := "reserve-after=1h30m0s shortest-first=false scheduler-name=a scheduler-name=b kube-api-qps=500"; strings.Join(got, " ") != want {
+		t.Errorf("scheduler flags %v, want %s", got, want)
+	}
+	if n := len(c.FlagValues("simulate")); n != 2 {
+		t.Errorf("the simulator gets %d settings, want the 2 of the scheduling section", n)
+	}
+	if _, err := Parse([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduler:\n  kubeAPIQPS: 0\n")); err == nil ||
+		!strings.Contains(err.Error(), "scheduler.kubeAPIQPS") {
+		t.Errorf("a QPS of 0: %v", err)
+	}
+}
+
+// FuzzParse: no input makes Parse panic, and what it accepts gives flag
+// values that are never negative numbers.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduling:\n  reserveAfter: 1h\n  reservations: 2\n"))
+	f.Add([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduler:\n  topology: [a, b]\n  bindWorkers: -1\n"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		for _, v := range c.FlagValues("scheduler") {
+			if v.number && strings.HasPrefix(v.Value, "-") {
+				t.Errorf("accepted %s = %s", v.Field, v.Value)
+			}
+		}
+	})
+}
