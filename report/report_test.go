@@ -335,3 +335,26 @@ func TestWriteTableRackRow(t *testing.T) {
 		}
 	}
 }
+
+// TestTableNoCompletedJob: completion times over no completed job print
+// "—", never 0 s, which would read as the best column.
+func TestTableNoCompletedJob(t *testing.T) {
+	c := tinyComparison()
+	m := &c.Results[1].Metrics
+	m.JobsCompleted, m.MeanJCT, m.P50JCT, m.P99JCT = 0, 0, 0, 0
+	var out bytes.Buffer
+	if err := WriteTable(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range []string{"job completion time, mean", "job completion time, p50", "job completion time, p99"} {
+		var row string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), label) {
+				row = l
+			}
+		}
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(row), label)); len(f) != 2 || f[0] == "—" || f[1] != "—" {
+			t.Errorf("row %q: %q; want a time for the first policy and — for the one that completed nothing", label, row)
+		}
+	}
+}

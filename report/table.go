@@ -18,6 +18,15 @@ type metricRow struct {
 
 func count(n int) string { return grouped(int64(n)) }
 
+// ifCompleted renders a completion time, or "—" when no job completed: a
+// time over no job is no time at all, not 0 s.
+func ifCompleted(m *sim.Metrics, seconds float64) string {
+	if m.JobsCompleted == 0 {
+		return "—"
+	}
+	return Duration(seconds)
+}
+
 // metricRows lists the rows of the table, in order. Every field of
 // sim.Metrics has a row here, in rackRows or in failureRows.
 var metricRows = []metricRow{
@@ -25,9 +34,9 @@ var metricRows = []metricRow{
 	{"  completed", func(m *sim.Metrics) string { return count(m.JobsCompleted) }},
 	{"  stuck (fit the cluster, never ran)", func(m *sim.Metrics) string { return count(m.StuckJobs) }},
 	{"  unschedulable (larger than the cluster)", func(m *sim.Metrics) string { return count(m.UnschedulableJobs) }},
-	{"job completion time, mean", func(m *sim.Metrics) string { return Duration(m.MeanJCT) }},
-	{"job completion time, p50", func(m *sim.Metrics) string { return Duration(m.P50JCT) }},
-	{"job completion time, p99", func(m *sim.Metrics) string { return Duration(m.P99JCT) }},
+	{"job completion time, mean", func(m *sim.Metrics) string { return ifCompleted(m, m.MeanJCT) }},
+	{"job completion time, p50", func(m *sim.Metrics) string { return ifCompleted(m, m.P50JCT) }},
+	{"job completion time, p99", func(m *sim.Metrics) string { return ifCompleted(m, m.P99JCT) }},
 	{"wait before start, mean", func(m *sim.Metrics) string { return Duration(m.MeanWait) }},
 	{"wait before start, p99", func(m *sim.Metrics) string { return Duration(m.P99Wait) }},
 	{"wait before start, p99 of 8+ GPU jobs", func(m *sim.Metrics) string { return Duration(m.P99WaitBig) }},
