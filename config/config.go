@@ -153,13 +153,8 @@ func Parse(data []byte) (*Configuration, error) {
 	if n := c.Scheduler.BindWorkers; n != nil && *n < 1 {
 		return nil, fmt.Errorf("scheduler.bindWorkers: %d; give at least 1", *n)
 	}
-	for _, f := range []struct {
-		field string
-		value *float64
-	}{{"scheduler.kubeAPIQPS", c.Scheduler.KubeAPIQPS}} {
-		if f.value != nil && *f.value <= 0 {
-			return nil, fmt.Errorf("%s: %v; give more than 0", f.field, *f.value)
-		}
+	if q := c.Scheduler.KubeAPIQPS; q != nil && *q <= 0 {
+		return nil, fmt.Errorf("scheduler.kubeAPIQPS: %v; give more than 0", *q)
 	}
 	return &c, nil
 }

@@ -166,13 +166,14 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 			phase = "-"
 		}
 		waiting, reason, message, start := "-", "-", "", "-"
-		if cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupUnschedulable); cond != nil && cond.Status == metav1.ConditionTrue {
-			reason, message = cond.Reason, cond.Message
-			waiting = age(c.now, pg.CreationTimestamp.Time)
-		} else if cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupScheduled); cond == nil || cond.Status != metav1.ConditionTrue {
+		conds := pg.Status.Conditions
+		if !meta.IsStatusConditionTrue(conds, v1alpha1.PodGroupScheduled) {
 			waiting = age(c.now, pg.CreationTimestamp.Time)
 		}
-		if cond := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupReserved); cond != nil && cond.Status == metav1.ConditionTrue {
+		if cond := meta.FindStatusCondition(conds, v1alpha1.PodGroupUnschedulable); cond != nil && cond.Status == metav1.ConditionTrue {
+			reason, message = cond.Reason, cond.Message
+		}
+		if cond := meta.FindStatusCondition(conds, v1alpha1.PodGroupReserved); cond != nil && cond.Status == metav1.ConditionTrue {
 			start = cond.Message
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), phase,
