@@ -205,6 +205,22 @@ type QueueSpec struct {
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
 	ReserveAfterSeconds *int32 `json:"reserveAfterSeconds,omitempty"`
+	// PreemptMinRuntimeSeconds is how long a gang of this queue runs
+	// before a gang of higher priority in the queue may preempt it, counted
+	// from the start of each member. 0 protects nothing. Unset, the
+	// scheduler's --preempt-min-runtime applies.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	PreemptMinRuntimeSeconds *int32 `json:"preemptMinRuntimeSeconds,omitempty"`
+	// ReclaimMinRuntimeSeconds is how long a gang of this queue runs
+	// before another queue may reclaim its room, counted from the start of
+	// each member. 0 protects nothing. Unset, the scheduler's
+	// --reclaim-min-runtime applies.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	ReclaimMinRuntimeSeconds *int32 `json:"reclaimMinRuntimeSeconds,omitempty"`
 	// Reclaimable false keeps other queues from reclaiming what this
 	// queue's gangs hold, even beyond its deserved share.
 	// +kubebuilder:default=true

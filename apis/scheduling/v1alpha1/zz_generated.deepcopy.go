@@ -220,6 +220,16 @@ func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.PreemptMinRuntimeSeconds != nil {
+		in, out := &in.PreemptMinRuntimeSeconds, &out.PreemptMinRuntimeSeconds
+		*out = new(int32)
+		**out = **in
+	}
+	if in.ReclaimMinRuntimeSeconds != nil {
+		in, out := &in.ReclaimMinRuntimeSeconds, &out.ReclaimMinRuntimeSeconds
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Reclaimable != nil {
 		in, out := &in.Reclaimable, &out.Reclaimable
 		*out = new(bool)
