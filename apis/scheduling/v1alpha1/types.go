@@ -131,6 +131,21 @@ type PodGroupStatus struct {
 	// +kubebuilder:validation:Maximum=9007199254740991
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// QueuePosition is the waiting gang's place in its queue, from 1: the
+	// order in which the scheduler visits the queue's waiting gangs (by
+	// priority, then arrival). Unset while the gang runs, and when the
+	// scheduler has not forecast it yet.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
+	// +optional
+	QueuePosition int32 `json:"queuePosition,omitempty"`
+	// ExpectedStartTime is when the waiting gang is forecast to start: the
+	// scheduler runs its own cycle forward from its current state, with
+	// running gangs ending at their estimates and no new arrivals (as
+	// Slurm's squeue --start does). Unset when the gang is not forecast to
+	// start within the forecast's horizon, or runs.
+	// +optional
+	ExpectedStartTime *metav1.Time `json:"expectedStartTime,omitempty"`
 }
 
 // PodGroup is a gang of pods that Phalanx places all-or-nothing.
@@ -144,6 +159,8 @@ type PodGroupStatus struct {
 // +kubebuilder:printcolumn:name="Running",type=integer,JSONPath=`.status.running`
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.spec.queue`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Unschedulable")].reason`
+// +kubebuilder:printcolumn:name="Expected Start",type=string,format=date-time,JSONPath=`.status.expectedStartTime`
+// +kubebuilder:printcolumn:name="Position",type=integer,priority=1,JSONPath=`.status.queuePosition`
 // +kubebuilder:printcolumn:name="Reservation",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Reserved")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PodGroup struct {
