@@ -189,6 +189,10 @@ type Queue struct {
 	// NoReclaim keeps other queues from reclaiming what this queue's gangs
 	// hold, even beyond its deserved share (preempt.go).
 	NoReclaim bool
+	// PreemptMinRuntime and ReclaimMinRuntime, when > 0, override
+	// Config.PreemptMinRuntime and Config.ReclaimMinRuntime for the running
+	// gangs of this queue; < 0: no minimum for them.
+	PreemptMinRuntime, ReclaimMinRuntime int64
 	// StrictOrder runs the queue's gangs strictly by priority then arrival:
 	// the first that does not fit blocks the later ones, and nodes are
 	// reserved for it at once, without waiting for the reservation
@@ -271,6 +275,9 @@ type Running struct {
 	MinMember int
 	// Arrival is when the gang arrived, as Gang.Arrival.
 	Arrival int64
+	// Estimate is how long each member is expected to run from its Start,
+	// as Gang.Estimate; 0 means unknown. Only Config.WeighLoss reads it.
+	Estimate int64
 	// Members hold nodes now, terminating ones included.
 	Members []Placed
 }

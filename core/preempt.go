@@ -34,6 +34,12 @@ import (
 //     Config.ReclaimAfter makes a gang wait before it reclaims;
 //     Config.ReclaimYoungerOnly limits reclaim to gangs that arrived after
 //     the reclaiming gang: it takes back only what younger gangs took.
+//   - A minimum run time protects a unit until its earliest member has run
+//     that long: the victim queue's PreemptMinRuntime against preemption,
+//     its ReclaimMinRuntime against reclaim (else the Config's). KAI
+//     Scheduler has the same two settings on its queues; the idea is that
+//     a job makes progress between evictions, and that room won by a
+//     reclaim is not taken back before it was of use.
 //   - Units are ranked cheapest first: lowest priority, then least run time
 //     lost (member-seconds, each member weighted by its accelerators), then
 //     elastic members before whole gangs, then name. The cycle finds the
@@ -41,6 +47,11 @@ import (
 //     minimum is placed, by binary search on trial placements, then drops
 //     from the set, most expensive first, every unit it can do without
 //     (trying at most the 32 most expensive).
+//   - With Config.WeighLoss, the set is evicted only if the run time its
+//     members lose (accelerator-seconds, as the ranking counts it) is at
+//     most what the preemptor gains: its accelerators times the time until
+//     the last victim is expected to end, which is at most how much sooner
+//     it starts. A set with a member of unknown estimate is not weighed.
 //   - Nothing is evicted unless the trial placement succeeded: the preemptor
 //     is known to fit once its victims are gone. Its placement is held for
 //     it (Plan.Holds) while they terminate, and what the victims still use
@@ -70,8 +81,11 @@ type unit struct {
 	// that have started.
 	rate   int64
 	amount Vector // requests of members, pod slots included
-	taken  bool
-	id     int // position in preemption.units
+	// since is the earliest start of its members: minimum run times count
+	// from it.
+	since int64
+	taken bool
+	id    int // position in preemption.units
 	// weighed: reclaim weighed u against what its queue holds beyond its
 	// share, which depends on the order of its queue's units; tried: u was
 	// a candidate of a preemptor that went on to trials, which depend on
@@ -359,6 +373,7 @@ func (s *unitSlab) newUnit(c *cycle, r *Running, ri int, qs *queueState, members
 	s.members = append(s.members, members...)
 	s.units = append(s.units, unit{run: r, ri: ri, qs: qs, members: s.members[from:len(s.members):len(s.members)], whole: whole})
 	u := &s.units[len(s.units)-1]
+	u.since = math.MaxInt64
 	for _, mi := range members {
 		m := &r.Members[mi]
 		w := int64(1)
@@ -366,6 +381,7 @@ func (s *unitSlab) newUnit(c *cycle, r *Running, ri int, qs *queueState, members
 			w = m.Request[gpu]
 		}
 		u.lost += max(c.now-m.Start, 0) * w
+		u.since = min(u.since, m.Start)
 		if m.Start <= c.now {
 			u.rate += w
 		} else {
@@ -502,6 +518,12 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		}
 		c.freeUnit(p, chosen[i])
 	}
+	if c.cfg.WeighLoss && !c.paysOff(p, g, members, chosen) {
+		for _, u := range chosen {
+			c.unfreeUnit(p, u)
+		}
+		return
+	}
 	clear(c.unfit)
 	if _, ok := c.placeMinimum(g, members, want, t); !ok {
 		// The index's order changed under the trials and the heuristic
@@ -512,6 +534,58 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		return
 	}
 	c.commitPreemption(p, s, want, chosen, t)
+}
+
+// paysOff reports whether evicting chosen, whose members are freed in the
+// index, loses no more run time than it gains g (Config.WeighLoss): lost is
+// what the freed members ran, each second weighted by the member's
+// accelerators (1 without any); the gain is the accelerators of g's members
+// times the time until the last freed member's estimated end, after which g
+// would have had their room anyway. While it pays off it records when it
+// stops to (Plan.Until): the loss grows with the victims' running members,
+// the gain shrinks with time. A refusal stands while the set does: the loss
+// only grows and the gain only shrinks.
+func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit) bool {
+	gpu := c.x.gpu
+	weight := func(r Vector) int64 {
+		if gpu >= 0 && r[gpu] > 0 {
+			return r[gpu]
+		}
+		return 1
+	}
+	var lost, rate, end int64
+	for _, u := range chosen {
+		if u.run.Estimate <= 0 {
+			return true // unknown end: nothing to weigh against
+		}
+		freed := p.freed[u.ri]
+		for _, mi := range u.members {
+			if freed[mi] != u.id {
+				continue
+			}
+			m := &u.run.Members[mi]
+			w := weight(m.Request)
+			lost += max(c.now-m.Start, 0) * w
+			if m.Start <= c.now {
+				rate += w
+			}
+			end = max(end, m.Start+u.run.Estimate)
+		}
+	}
+	if lost == 0 {
+		return true
+	}
+	var accel int64
+	for i := range members {
+		accel += weight(members[i].Request)
+	}
+	ahead := max(end-c.now, 0)
+	if lost > accel*ahead {
+		return false
+	}
+	// lost + rate*d > accel*(ahead-d) from d = (accel*ahead-lost)/(rate+accel) on.
+	c.changesAt(c.now + (accel*ahead-lost)/(rate+accel) + 1)
+	return true
 }
 
 // trial reports whether the minimum of g fits now, leaving nothing placed.
@@ -566,13 +640,13 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 			continue
 		}
 		if u.qs == qs {
-			if u.run.Priority < g.Priority && c.relevant(u, g) {
+			if u.run.Priority < g.Priority && c.relevant(u, g) && c.ranLongEnough(u, u.qs.q.PreemptMinRuntime, c.cfg.PreemptMinRuntime) {
 				list(u, adds(u))
 			}
 			continue
 		}
 		if !reclaims || u.qs.q.NoReclaim || c.cfg.ReclaimYoungerOnly && !arrivedBefore(g, &Gang{ID: u.run.Gang, Arrival: u.run.Arrival}) ||
-			!c.relevant(u, g) {
+			!c.relevant(u, g) || !c.ranLongEnough(u, u.qs.q.ReclaimMinRuntime, c.cfg.ReclaimMinRuntime) {
 			continue
 		}
 		if left == nil {
@@ -591,6 +665,21 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 		list(u, add)
 	}
 	return out, total
+}
+
+// ranLongEnough reports whether u has run its minimum run time: the queue's
+// own when set (> 0; < 0: none), else the default def. Until then it
+// records when it will have (Plan.Until).
+func (c *cycle) ranLongEnough(u *unit, own, def int64) bool {
+	least := def
+	if own != 0 {
+		least = max(own, 0)
+	}
+	if least == 0 || c.now-u.since >= least {
+		return true
+	}
+	c.changesAt(u.since + least)
+	return false
 }
 
 // relevant reports whether some member of u runs on a node the first

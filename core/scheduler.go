@@ -65,6 +65,23 @@ type Config struct {
 	// gangs of queues over their share got ahead of it, never the room of
 	// one that waited longer, such as a big gang that finally runs.
 	ReclaimYoungerOnly bool
+	// PreemptMinRuntime and ReclaimMinRuntime are how long, in seconds, a
+	// running gang (or elastic member) runs, counted from its earliest
+	// member's start, before preemption within its queue, or reclaim by
+	// another queue, may evict it; a Queue may set its own
+	// (Queue.PreemptMinRuntime, Queue.ReclaimMinRuntime). 0: no minimum.
+	// A job that is evicted soon after it started loses little, but a
+	// minimum run time guarantees progress between evictions and keeps
+	// shares that move with every arrival from bouncing room between
+	// queues.
+	PreemptMinRuntime, ReclaimMinRuntime int64
+	// WeighLoss refuses an eviction whose victims' lost run time (member
+	// seconds, each member weighted by its accelerators) exceeds what the
+	// preemptor gains: its minimum's accelerators times how long it would
+	// otherwise wait for the victims' room, until the latest of their
+	// estimated ends (Running.Estimate). Victims without an estimate are
+	// not weighed.
+	WeighLoss bool
 }
 
 // MaxReservations bounds Config.Reservations.
@@ -101,6 +118,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.ReclaimAfter < 0 {
 		return nil, fmt.Errorf("core: reclaim-after %d is negative", cfg.ReclaimAfter)
+	}
+	if cfg.PreemptMinRuntime < 0 || cfg.ReclaimMinRuntime < 0 {
+		return nil, fmt.Errorf("core: minimum run times %d and %d must not be negative", cfg.PreemptMinRuntime, cfg.ReclaimMinRuntime)
 	}
 	for i, key := range cfg.Topology {
 		if key == "" {

@@ -27,6 +27,11 @@ func TestPlanUntil(t *testing.T) {
 		// reservation bound Until.
 		{Ordering: FairShare, ReserveAfter: 600, Reservations: 1},
 		{Ordering: FairShare, ReserveAfter: 900, Reservations: 2},
+		// Minimum run times and weighed losses: protections that end and
+		// evictions that stop paying off as time passes.
+		{Ordering: FairShare, Preemption: true, PreemptMinRuntime: 400, ReclaimMinRuntime: 700, WeighLoss: true},
+		{Ordering: FairShare, Preemption: true, ReserveAfter: 600, Reservations: 2, ShortestFirst: true,
+			ReclaimMinRuntime: 300, WeighLoss: true},
 	}
 	const now = 1500
 	cycles, later, changedAtUntil := 0, 0, 0
@@ -44,7 +49,7 @@ func TestPlanUntil(t *testing.T) {
 			for _, g := range s.Gangs {
 				g.Arrival = r.Int64N(now + 1)
 				g.Estimate = 0
-				if r.IntN(4) > 0 && ci < 4 {
+				if r.IntN(4) > 0 && (ci < 4 || ci >= 6) {
 					g.Estimate = 1 + r.Int64N(5000)
 				}
 				if ci >= 4 && now-g.Arrival < cfg.ReserveAfter && r.IntN(4) == 0 {
@@ -76,6 +81,9 @@ func TestPlanUntil(t *testing.T) {
 				for i := range s.Running {
 					for k := range s.Running[i].Members {
 						s.Running[i].Members[k].Start = r.Int64N(now + 1)
+					}
+					if cfg.WeighLoss && r.IntN(5) > 0 {
+						s.Running[i].Estimate = 1 + r.Int64N(4000)
 					}
 				}
 			}
