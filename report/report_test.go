@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,8 +41,9 @@ func tinyResults() []*sim.Result {
 	return []*sim.Result{
 		{
 			Policy: "phalanx",
-			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: 870, P50JCT: 870, P99JCT: 870,
-				MeanWait: 270, P99Wait: 270, GPUUtilization: 0.5, Makespan: 870, JainFairness: 1},
+			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: fig(870), P50JCT: fig(870), P99JCT: fig(870),
+				MeanWait: fig(270), P99Wait: fig(270), GPUUtilization: fig(0.5), Makespan: fig(870),
+				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessWindow: 87},
 			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
 				State: sim.JobCompleted, Placed: 3, Members: 3}},
 			GPUs: []sim.Sample{{Time: 30}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
@@ -53,8 +55,9 @@ func tinyResults() []*sim.Result {
 		},
 		{
 			Policy: "pod-by-pod",
-			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: 870, P50JCT: 870, P99JCT: 870,
-				MeanWait: 270, P99Wait: 270, GPUUtilization: 0.5, WastedGPUSeconds: 270, Makespan: 870, JainFairness: 1},
+			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: fig(870), P50JCT: fig(870), P99JCT: fig(870),
+				MeanWait: fig(270), P99Wait: fig(270), GPUUtilization: fig(0.5), WastedGPUSeconds: 270, Makespan: fig(870),
+				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessWindow: 87},
 			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
 				State: sim.JobCompleted, Placed: 3, Members: 3}},
 			GPUs: []sim.Sample{{Time: 30, Held: 1}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
@@ -69,6 +72,9 @@ func tinyResults() []*sim.Result {
 		},
 	}
 }
+
+// fig returns a figure of value x.
+func fig(x float64) *float64 { return &x }
 
 func tinyComparison() Comparison {
 	return Comparison{Workload: tinyWorkload(), Results: tinyResults()}
@@ -92,10 +98,11 @@ func TestWriteJSON(t *testing.T) {
 			"input": "tiny", "policy": policy,
 			"jobs_total": 1.0, "jobs_completed": 1.0, "stuck_jobs": 0.0, "unschedulable_jobs": 0.0,
 			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
-			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": 0.0,
-			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "makespan_s": 870.0, "jain_fairness": 1.0,
-			"rack_locality": 0.0, "preempted_gangs": 0.0, "evicted_members": 0.0, "preemption_lost_gpu_s": 0.0,
-			"member_failures": 0.0, "mean_replacement_wait_s": 0.0, "max_replacement_wait_s": 0.0,
+			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": nil,
+			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "held_idle_at_end_gpus": 0.0, "makespan_s": 870.0,
+			"fairness_mean": 1.0, "fairness_worst": 1.0, "fairness_window_s": 87.0,
+			"rack_locality": nil, "preempted_gangs": 0.0, "evicted_members": 0.0, "preemption_lost_gpu_s": 0.0,
+			"member_failures": 0.0, "mean_replacement_wait_s": nil, "max_replacement_wait_s": nil,
 		}
 	}
 	want := map[string][]map[string]any{"results": {row("phalanx", 0), row("pod-by-pod", 270)}}
@@ -321,7 +328,7 @@ func TestWriteTableRackRow(t *testing.T) {
 		results := tinyResults()
 		if racks {
 			w.Topology = []string{workload.DefaultRackLabel}
-			results[0].Metrics.RackLocality = 0.75
+			results[0].Metrics.RackLocality = fig(0.75)
 		}
 		var out bytes.Buffer
 		if err := WriteTable(&out, Comparison{Workload: w, Results: results}); err != nil {
@@ -336,25 +343,32 @@ func TestWriteTableRackRow(t *testing.T) {
 	}
 }
 
-// TestTableNoCompletedJob: completion times over no completed job print
-// "—", never 0 s, which would read as the best column.
+// TestTableNoCompletedJob: figures over no sample (completion times when no
+// job completed, waits when none started, the p99 wait of 8+ GPU jobs when
+// there is none, fairness) print "—", never 0 s, which would read as the
+// best column.
 func TestTableNoCompletedJob(t *testing.T) {
 	c := tinyComparison()
 	m := &c.Results[1].Metrics
-	m.JobsCompleted, m.MeanJCT, m.P50JCT, m.P99JCT = 0, 0, 0, 0
+	m.JobsCompleted, m.MeanJCT, m.P50JCT, m.P99JCT = 0, nil, nil, nil
+	m.MeanWait, m.P99Wait, m.FairnessMean, m.FairnessWorst = nil, nil, nil, nil
+	c.Results[0].Metrics.P99WaitBig = fig(60)
 	var out bytes.Buffer
 	if err := WriteTable(&out, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, label := range []string{"job completion time, mean", "job completion time, p50", "job completion time, p99"} {
-		var row string
+	for _, label := range []string{"job completion time, mean", "job completion time, p50", "job completion time, p99",
+		"wait before start, mean", "wait before start, p99", "wait before start, p99 of 8+ GPU jobs",
+		"fairness by window, mean (worst); 1 = every queue got its share"} {
+		var cells []string
 		for _, l := range strings.Split(out.String(), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), label) {
-				row = l
+			// Columns are apart by at least 3 spaces, words by one.
+			if c := regexp.MustCompile(` {3,}`).Split(strings.TrimSpace(l), -1); c[0] == label {
+				cells = c[1:]
 			}
 		}
-		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(row), label)); len(f) != 2 || f[0] == "—" || f[1] != "—" {
-			t.Errorf("row %q: %q; want a time for the first policy and — for the one that completed nothing", label, row)
+		if len(cells) != 2 || cells[0] == "—" || cells[1] != "—" {
+			t.Errorf("row %q: %q; want a figure for the first policy and — for the other", label, cells)
 		}
 	}
 }

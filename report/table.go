@@ -18,32 +18,71 @@ type metricRow struct {
 
 func count(n int) string { return grouped(int64(n)) }
 
-// ifCompleted renders a completion time, or "—" when no job completed: a
-// time over no job is no time at all, not 0 s.
-func ifCompleted(m *sim.Metrics, seconds float64) string {
-	if m.JobsCompleted == 0 {
-		return "—"
+// none is what the table shows for a figure over no sample: not 0, which
+// would read as the best value.
+const none = "—"
+
+// duration renders a time figure, "—" when there is none.
+func duration(f *float64) string {
+	if f == nil {
+		return none
 	}
-	return Duration(seconds)
+	return Duration(*f)
+}
+
+// share renders a ratio figure as a percentage, "—" when there is none.
+func share(f *float64) string {
+	if f == nil {
+		return none
+	}
+	return percent(*f)
+}
+
+// heldIdle renders the GPU time held by jobs that are not running; when GPUs
+// are still held so at the end of the run, the figure is a lower bound of a
+// waste without end, and says so.
+func heldIdle(m *sim.Metrics) string {
+	if m.HeldIdleAtEnd == 0 {
+		return gpuTime(m.WastedGPUSeconds)
+	}
+	return fmt.Sprintf("%s+, %s never freed", gpuTime(m.WastedGPUSeconds), plural(m.HeldIdleAtEnd, "GPU"))
+}
+
+// fairness renders the windowed fairness: the mean and the worst window.
+func fairness(m *sim.Metrics) string {
+	if m.FairnessMean == nil || m.FairnessWorst == nil {
+		return none
+	}
+	return fmt.Sprintf("%.2f (worst %.2f)", *m.FairnessMean, *m.FairnessWorst)
+}
+
+// windowLength renders the length of the fairness windows, "—" for none.
+func windowLength(s int64) string {
+	if s == 0 {
+		return none
+	}
+	return Duration(float64(s))
 }
 
 // metricRows lists the rows of the table, in order. Every field of
-// sim.Metrics has a row here, in rackRows or in failureRows.
+// sim.Metrics has a row here, in rackRows or in failureRows; the rows of
+// held idle GPU time and of fairness each show two.
 var metricRows = []metricRow{
 	{"jobs", func(m *sim.Metrics) string { return count(m.JobsTotal) }},
 	{"  completed", func(m *sim.Metrics) string { return count(m.JobsCompleted) }},
 	{"  stuck (fit the cluster, never ran)", func(m *sim.Metrics) string { return count(m.StuckJobs) }},
 	{"  unschedulable (larger than the cluster)", func(m *sim.Metrics) string { return count(m.UnschedulableJobs) }},
-	{"job completion time, mean", func(m *sim.Metrics) string { return ifCompleted(m, m.MeanJCT) }},
-	{"job completion time, p50", func(m *sim.Metrics) string { return ifCompleted(m, m.P50JCT) }},
-	{"job completion time, p99", func(m *sim.Metrics) string { return ifCompleted(m, m.P99JCT) }},
-	{"wait before start, mean", func(m *sim.Metrics) string { return Duration(m.MeanWait) }},
-	{"wait before start, p99", func(m *sim.Metrics) string { return Duration(m.P99Wait) }},
-	{"wait before start, p99 of 8+ GPU jobs", func(m *sim.Metrics) string { return Duration(m.P99WaitBig) }},
-	{"GPU utilisation", func(m *sim.Metrics) string { return percent(m.GPUUtilization) }},
-	{"GPU time held idle by incomplete gangs", func(m *sim.Metrics) string { return gpuTime(m.WastedGPUSeconds) }},
-	{"makespan", func(m *sim.Metrics) string { return Duration(m.Makespan) }},
-	{"fairness between queues (Jain, 1 = fair)", func(m *sim.Metrics) string { return fmt.Sprintf("%.3f", m.JainFairness) }},
+	{"job completion time, mean", func(m *sim.Metrics) string { return duration(m.MeanJCT) }},
+	{"job completion time, p50", func(m *sim.Metrics) string { return duration(m.P50JCT) }},
+	{"job completion time, p99", func(m *sim.Metrics) string { return duration(m.P99JCT) }},
+	{"wait before start, mean", func(m *sim.Metrics) string { return duration(m.MeanWait) }},
+	{"wait before start, p99", func(m *sim.Metrics) string { return duration(m.P99Wait) }},
+	{"wait before start, p99 of 8+ GPU jobs", func(m *sim.Metrics) string { return duration(m.P99WaitBig) }},
+	{"GPU utilisation", func(m *sim.Metrics) string { return share(m.GPUUtilization) }},
+	{"GPU time held idle by incomplete gangs", heldIdle},
+	{"makespan", func(m *sim.Metrics) string { return duration(m.Makespan) }},
+	{"fairness by window, mean (worst); 1 = every queue got its share", fairness},
+	{"  fairness window", func(m *sim.Metrics) string { return windowLength(m.FairnessWindow) }},
 	{"preemptions (gangs that lost pods)", func(m *sim.Metrics) string { return count(m.PreemptedGangs) }},
 	{"  pods evicted", func(m *sim.Metrics) string { return count(m.EvictedMembers) }},
 	{"  GPU time lost (run time thrown away)", func(m *sim.Metrics) string { return gpuTime(m.PreemptionLostGPUSeconds) }},
@@ -51,14 +90,14 @@ var metricRows = []metricRow{
 
 // rackRows are shown after metricRows only for workloads with racks.
 var rackRows = []metricRow{
-	{"multi-node jobs within one rack", func(m *sim.Metrics) string { return percent(m.RackLocality) }},
+	{"multi-node jobs within one rack", func(m *sim.Metrics) string { return share(m.RackLocality) }},
 }
 
 // failureRows are shown last only when some run had member failures.
 var failureRows = []metricRow{
 	{"pods failed while their job ran", func(m *sim.Metrics) string { return count(m.MemberFailures) }},
-	{"  replacement wait for a node, mean", func(m *sim.Metrics) string { return Duration(m.MeanReplacementWait) }},
-	{"  replacement wait for a node, max", func(m *sim.Metrics) string { return Duration(m.MaxReplacementWait) }},
+	{"  replacement wait for a node, mean", func(m *sim.Metrics) string { return duration(m.MeanReplacementWait) }},
+	{"  replacement wait for a node, max", func(m *sim.Metrics) string { return duration(m.MaxReplacementWait) }},
 }
 
 // WriteTable writes c's metrics as one table, a column per policy and a row

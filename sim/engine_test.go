@@ -126,10 +126,10 @@ func TestElastic(t *testing.T) {
 		t.Errorf("GPU series (-want +got):\n%s", d)
 	}
 	// 2 GPUs x 100 s at start, 2 more x 50 s from 50: 300 of the 400 asked.
-	if r.Metrics.JainFairness != 1 {
-		t.Errorf("jain %v, want 1 (single queue)", r.Metrics.JainFairness)
+	if f := r.Metrics.FairnessWorst; f == nil || *f != 1 {
+		t.Errorf("worst windowed fairness %v, want 1 (single queue)", Value(f))
 	}
-	if got := r.Metrics.GPUUtilization; got != 1 {
+	if got := Value(r.Metrics.GPUUtilization); got != 1 {
 		t.Errorf("gpu_utilization %v, want 1 (4 GPUs busy from 0 to 100)", got)
 	}
 }

@@ -37,8 +37,8 @@ func TestFailedMemberHold(t *testing.T) {
 				t.Errorf("train %+v, want %+v", got, tc.train)
 			}
 			m := r.Metrics
-			if m.MemberFailures != 1 || m.MaxReplacementWait != tc.wait || m.MeanReplacementWait != tc.wait {
-				t.Errorf("%d failures, replacement waited %v (max %v); want 1 and %v", m.MemberFailures, m.MeanReplacementWait, m.MaxReplacementWait, tc.wait)
+			if m.MemberFailures != 1 || Value(m.MaxReplacementWait) != tc.wait || Value(m.MeanReplacementWait) != tc.wait {
+				t.Errorf("%d failures, replacement waited %v (max %v); want 1 and %v", m.MemberFailures, Value(m.MeanReplacementWait), Value(m.MaxReplacementWait), tc.wait)
 			}
 			if m.WastedGPUSeconds != tc.wastedGPUs {
 				t.Errorf("wasted %v GPU-s, want %v", m.WastedGPUSeconds, tc.wastedGPUs)
@@ -90,8 +90,8 @@ func TestFailureCases(t *testing.T) {
 	}
 	m := r.Metrics
 	// elastic's replacement binds at 110; instant's at 2050, with no wait.
-	if m.MemberFailures != 2 || m.MaxReplacementWait != 0 {
-		t.Errorf("%d failures, max replacement wait %v; want 2 and 0", m.MemberFailures, m.MaxReplacementWait)
+	if m.MemberFailures != 2 || Value(m.MaxReplacementWait) != 0 {
+		t.Errorf("%d failures, max replacement wait %v; want 2 and 0", m.MemberFailures, Value(m.MaxReplacementWait))
 	}
 	var kinds []string
 	for _, e := range r.Events {

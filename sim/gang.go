@@ -478,6 +478,7 @@ func (g *gangPolicy) evict(evictions []core.Eviction) error {
 	}
 	s.preemptedGangs += len(g.victims)
 	for _, j := range g.victims {
+		j.preemptions++
 		if j.start >= 0 && j.placed < j.spec.MinMember {
 			s.restart(j)
 		}

@@ -93,16 +93,19 @@ func renderGolden(t *testing.T, w *workload.Workload) string {
 		}
 		m := r.Metrics
 		fmt.Fprintf(&b, "completed %d/%d, stuck %d, unschedulable %d, wasted %.0f GPU-s, makespan %.0f s\n",
-			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, m.Makespan)
+			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, Value(m.Makespan))
+		if m.HeldIdleAtEnd > 0 {
+			fmt.Fprintf(&b, "%d GPU(s) held idle when the run ends\n", m.HeldIdleAtEnd)
+		}
 		if len(w.Topology) > 0 {
-			fmt.Fprintf(&b, "rack locality %.2f\n", m.RackLocality)
+			fmt.Fprintf(&b, "rack locality %.2f\n", Value(m.RackLocality))
 		}
 		if m.PreemptedGangs > 0 {
 			fmt.Fprintf(&b, "preempted %d gang(s), %d member(s), %.0f GPU-s lost\n", m.PreemptedGangs, m.EvictedMembers, m.PreemptionLostGPUSeconds)
 		}
 		if m.MemberFailures > 0 {
 			fmt.Fprintf(&b, "%d member failure(s), replacements waited %.0f s on average, %.0f s at most\n",
-				m.MemberFailures, m.MeanReplacementWait, m.MaxReplacementWait)
+				m.MemberFailures, Value(m.MeanReplacementWait), Value(m.MaxReplacementWait))
 		}
 		b.WriteString("\n")
 	}

@@ -3,23 +3,46 @@ package sim
 // This file turns a finished run into Metrics. The window of a run is
 // [first submit, end], where end is the last completion, or the last event
 // when nothing completed; makespan is its length. Everything integrated over
-// time (utilisation, waste, fairness) is clipped to that window:
+// time (utilisation, waste, fairness) is clipped to that window, but for the
+// idle horizon below:
 //   - gpu_utilization: integral of GPUs held by running jobs over the
 //     integral of the cluster's GPUs (each pool counted from when it joins);
 //   - wasted_gpu_s: integral of GPUs held by members whose job is not
-//     running (Held - Running);
-//   - jain_fairness: Jain's index over the queues that submitted GPU jobs of
-//     x_q = GPU-seconds received while running / GPU-seconds demanded (GPUs x
-//     Duration summed over the queue's jobs);
+//     running (Held - Running). When the run ends with such GPUs still held
+//     (held_idle_at_end_gpus: a partial gang that never starts, as pod by
+//     pod leaves in a deadlock), nothing will ever free them, and the
+//     integral runs to the idle horizon instead: the later of end and the
+//     last event, plus the longest Duration of the jobs holding them. Had
+//     such a job started at the last event, it would have been done by
+//     then; it never starts, so its GPUs are idle at least that long. The
+//     figure is a lower bound of a waste without end, and the report says
+//     so;
+//   - fairness_mean, fairness_worst: the windowed fairness. The window of
+//     the run is cut into windows of fairness_window_s seconds (one day, or
+//     a tenth of the run when it lasts less than ten days; the last window
+//     may be shorter). In each window every queue demands the GPU time of
+//     its jobs that are present (submitted and not completed; jobs larger
+//     than the cluster do not count), and deserves its share of the
+//     cluster's GPU time in the window by weight, water-filled: capped by
+//     its demand and its GPU capability, the rest dealt again to the others.
+//     A queue's score in a window is the GPU time its running jobs received
+//     over what it deserved, at most 1; the window's score is the least
+//     score of the queues that deserved anything. fairness_mean is the mean
+//     over the windows where some queue deserved anything, fairness_worst
+//     the least; both are nil when there is no such window. 1 means that
+//     every queue got at least its share in every window. A gang is
+//     indivisible, so a fair scheduler can score below 1 over windows much
+//     shorter than its jobs; longer runs have longer windows;
 //   - JCT and wait statistics come from the job outcomes, percentiles by
 //     nearest rank.
 //   - rack_locality: among started jobs whose placed members (at the end of
 //     the run, elastic ones included) use more than one node, the share
 //     whose nodes all carry the same value of the workload's narrowest
-//     topology label; 0 when there is no such job or no topology.
+//     topology label; nil when there is no such job or no topology.
 //   - preemptions, the GPU time they lost, member failures and how long
 //     replacements waited are counted by the state as they happen.
-// Integrals are computed in exact int64 arithmetic and converted once.
+// A figure over no sample is nil (null in JSON). Integrals are computed in
+// exact int64 arithmetic and converted once.
 
 import (
 	"slices"
@@ -30,44 +53,27 @@ import (
 // percentile returns the p-th percentile (0 < p <= 100) of sorted by the
 // nearest-rank method: the smallest sample such that at least p% of the
 // samples are less than or equal to it, i.e. sorted[ceil(p*n/100)-1]. It
-// returns 0 when there is no sample.
-func percentile(sorted []float64, p int) float64 {
+// returns nil when there is no sample.
+func percentile(sorted []float64, p int) *float64 {
 	n := len(sorted)
 	if n == 0 {
-		return 0
+		return nil
 	}
 	rank := (p*n + 99) / 100
 	rank = min(max(rank, 1), n)
-	return sorted[rank-1]
+	return figure(sorted[rank-1])
 }
 
-func mean(xs []float64) float64 {
+// mean returns the mean of xs, nil when there is none.
+func mean(xs []float64) *float64 {
 	if len(xs) == 0 {
-		return 0
+		return nil
 	}
 	var sum float64
 	for _, x := range xs {
 		sum += x
 	}
-	return sum / float64(len(xs))
-}
-
-// jain returns Jain's fairness index (sum x)^2 / (n * sum x^2) of xs: 1 when
-// all are equal, 1/n when one gets everything. It is 1 for no or one value,
-// and for all zeros (nobody got anything, equally).
-func jain(xs []float64) float64 {
-	if len(xs) <= 1 {
-		return 1
-	}
-	var sum, sq float64
-	for _, x := range xs {
-		sum += x
-		sq += x * x
-	}
-	if sq == 0 {
-		return 1
-	}
-	return sum * sum / (float64(len(xs)) * sq)
+	return figure(sum / float64(len(xs)))
 }
 
 // integrate returns the integral over [from, to] of the step function given
@@ -101,16 +107,16 @@ func clusterGPUSeconds(pools []workload.NodePool, from, to int64) int64 {
 	return total
 }
 
-// metrics computes the figures of a run that ended at end (see the top of
-// the file) from the state and the job outcomes.
-func metrics(s *state, jobs []JobOutcome, end int64) Metrics {
+// metrics computes the figures of a run that ended at end, whose last
+// event was at last (see the top of the file), from the state and the job
+// outcomes.
+func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	from := s.firstSubmit
 	m := Metrics{JobsTotal: len(jobs)}
 	if len(jobs) == 0 {
-		m.JainFairness = 1
 		return m
 	}
-	m.Makespan = float64(end - from)
+	m.Makespan = figure(float64(end - from))
 
 	var jct, wait, waitBig []float64
 	for i := range jobs {
@@ -140,28 +146,13 @@ func metrics(s *state, jobs []JobOutcome, end int64) Metrics {
 	m.P99WaitBig = percentile(waitBig, 99)
 
 	running := integrate(s.samples, from, end, func(x Sample) int64 { return x.Running })
-	m.WastedGPUSeconds = float64(integrate(s.samples, from, end, func(x Sample) int64 { return x.Held - x.Running }))
+	m.HeldIdleAtEnd = s.held - s.running
+	m.WastedGPUSeconds = float64(integrate(s.samples, from, idleHorizon(s, end, last), func(x Sample) int64 { return x.Held - x.Running }))
 	if capacity := clusterGPUSeconds(s.w.Pools, from, end); capacity > 0 {
-		m.GPUUtilization = float64(running) / float64(capacity)
+		m.GPUUtilization = figure(float64(running) / float64(capacity))
 	}
-
-	demand := make([]int64, len(s.snap.Queues))
-	received := make([]int64, len(s.snap.Queues))
-	for i := range s.jobs {
-		j := &s.jobs[i]
-		demand[j.queue] += j.spec.Total(workload.GPU) * j.spec.Duration
-		// Running time is clipped at end; every job running has finished
-		// by then, so this is the whole of it (runs lost to preemption
-		// included: the GPUs were received).
-		received[j.queue] += j.received
-	}
-	var xs []float64
-	for q := range demand {
-		if demand[q] > 0 {
-			xs = append(xs, float64(received[q])/float64(demand[q]))
-		}
-	}
-	m.JainFairness = jain(xs)
+	m.FairnessWindow = fairnessWindow(end - from)
+	m.FairnessMean, m.FairnessWorst = windowedFairness(s, jobs, from, end, m.FairnessWindow)
 	m.RackLocality = rackLocality(s)
 	m.PreemptedGangs, m.EvictedMembers = s.preemptedGangs, s.evictedMembers
 	m.PreemptionLostGPUSeconds = float64(s.lostGPUSeconds)
@@ -172,16 +163,33 @@ func metrics(s *state, jobs []JobOutcome, end int64) Metrics {
 			sum += w
 			most = max(most, w)
 		}
-		m.MeanReplacementWait = float64(sum) / float64(n)
-		m.MaxReplacementWait = float64(most)
+		m.MeanReplacementWait = figure(float64(sum) / float64(n))
+		m.MaxReplacementWait = figure(float64(most))
 	}
 	return m
 }
 
+// idleHorizon returns the time up to which GPUs held by jobs that are not
+// running count as idle (see the top of the file): end when the run ends
+// with none held, else the later of end and last plus the longest Duration
+// of the jobs that hold them.
+func idleHorizon(s *state, end, last int64) int64 {
+	if s.held == s.running {
+		return end
+	}
+	var longest int64
+	for i := range s.jobs {
+		if j := &s.jobs[i]; j.held > 0 && !j.running() {
+			longest = max(longest, j.spec.Duration)
+		}
+	}
+	return max(end, last) + longest
+}
+
 // rackLocality computes Metrics.RackLocality (see the top of the file).
-func rackLocality(s *state) float64 {
+func rackLocality(s *state) *float64 {
 	if len(s.w.Topology) == 0 {
-		return 0
+		return nil
 	}
 	label := s.w.Topology[len(s.w.Topology)-1]
 	spanning, local := 0, 0
@@ -214,7 +222,7 @@ func rackLocality(s *state) float64 {
 		}
 	}
 	if spanning == 0 {
-		return 0
+		return nil
 	}
-	return float64(local) / float64(spanning)
+	return figure(float64(local) / float64(spanning))
 }

@@ -4,6 +4,7 @@ package sim
 // figure is worked out by hand in the comments.
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,9 +19,9 @@ func TestPercentile(t *testing.T) {
 		name   string
 		sorted []float64
 		p      int
-		want   float64
+		want   float64 // NaN: none
 	}{
-		{"empty", nil, 99, 0},
+		{"empty", nil, 99, math.NaN()},
 		{"one sample", []float64{7}, 50, 7},
 		{"p50 of 1..100", hundred, 50, 50},
 		{"p99 of 1..100", hundred, 99, 99},
@@ -31,28 +32,43 @@ func TestPercentile(t *testing.T) {
 		{"p1 of 1..100", hundred, 1, 1},
 	}
 	for _, tc := range tests {
-		if got := percentile(tc.sorted, tc.p); got != tc.want {
+		if got := Value(percentile(tc.sorted, tc.p)); got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
 			t.Errorf("%s: percentile = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
-func TestJain(t *testing.T) {
+// Water-filling by weight, capped by demand, what a capped party leaves
+// dealt again to the others.
+func TestWaterFill(t *testing.T) {
 	tests := []struct {
-		xs   []float64
-		want float64
+		name          string
+		capacity      float64
+		weights, caps []float64
+		want          []float64
 	}{
-		{nil, 1},
-		{[]float64{0.3}, 1},
-		{[]float64{1, 1}, 1},
-		{[]float64{1, 0}, 0.5},        // (1)^2 / (2*1)
-		{[]float64{1, 1, 0}, 4.0 / 6}, // (2)^2 / (3*2)
-		{[]float64{1, 2, 3}, 36.0 / 42},
-		{[]float64{0, 0}, 1},
+		{"equal weights, enough demand", 30, []float64{1, 1}, []float64{100, 100}, []float64{15, 15}},
+		{"one capped: the rest to the other", 30, []float64{1, 1}, []float64{10, 100}, []float64{10, 20}},
+		{"by weight 2:1", 30, []float64{2, 1}, []float64{100, 100}, []float64{20, 10}},
+		// 3 x 40 / 6 = 20 > cap 5 for the first; then 35 over weights 2 and
+		// 1: 23.33 > cap 20 for the second; the third gets the 15 left.
+		{"capped in two rounds", 40, []float64{3, 2, 1}, []float64{5, 20, 100}, []float64{5, 20, 15}},
+		{"demand below capacity", 30, []float64{1, 1}, []float64{5, 10}, []float64{5, 10}},
+		{"no demand", 30, []float64{1, 1}, []float64{0, 0}, []float64{0, 0}},
 	}
 	for _, tc := range tests {
-		if got := jain(tc.xs); got != tc.want {
-			t.Errorf("jain(%v) = %v, want %v", tc.xs, got, tc.want)
+		if got := waterFill(tc.capacity, tc.weights, tc.caps); !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFairnessWindow(t *testing.T) {
+	for _, tc := range []struct{ span, want int64 }{
+		{0, 1}, {9, 1}, {150, 15}, {151, 16}, {9 * 86400, 77760}, {10 * 86400, 86400}, {70 * 86400, 86400},
+	} {
+		if got := fairnessWindow(tc.span); got != tc.want {
+			t.Errorf("fairnessWindow(%d) = %d, want %d", tc.span, got, tc.want)
 		}
 	}
 }
@@ -99,17 +115,25 @@ func TestMetricsByHand(t *testing.T) {
 		JobsCompleted:     2,
 		StuckJobs:         0,
 		UnschedulableJobs: 1,
-		MeanJCT:           (100 + 150) / 2.0,
-		P50JCT:            100, // nearest rank ceil(0.5*2) = 1
-		P99JCT:            150, // rank ceil(0.99*2) = 2
-		MeanWait:          (0 + 100) / 2.0,
-		P99Wait:           100,
-		P99WaitBig:        0,           // no job of 8 GPUs or more started
-		GPUUtilization:    200.0 / 300, // a 1x100 + b 2x50 over 2 GPUs x 150 s
-		WastedGPUSeconds:  100,         // b0 holds 1 GPU from 0 to 100
-		Makespan:          150,
-		// x = received/demanded: qa 100/100, qb 100/100, qc 0/30.
-		JainFairness: 4.0 / 6,
+		MeanJCT:           figure((100 + 150) / 2.0),
+		P50JCT:            figure(100), // nearest rank ceil(0.5*2) = 1
+		P99JCT:            figure(150), // rank ceil(0.99*2) = 2
+		MeanWait:          figure((0 + 100) / 2.0),
+		P99Wait:           figure(100),
+		P99WaitBig:        nil,                 // no job of 8 GPUs or more started
+		GPUUtilization:    figure(200.0 / 300), // a 1x100 + b 2x50 over 2 GPUs x 150 s
+		WastedGPUSeconds:  100,                 // b0 holds 1 GPU from 0 to 100
+		Makespan:          figure(150),
+		// Windows of 15 s (a tenth of 150 s), 2 GPUs x 15 s = 30 GPU-s
+		// each; c is larger than the cluster and demands nothing. In
+		// [0, 90) qa demands 15 and qb 30, each deserves 15; qa receives
+		// 15, qb 0: score 0 (6 windows). In [90, 105) qa demands 10 and
+		// deserves 10, qb deserves the other 20 and receives 2 x 5 from
+		// 100: score 0.5. In [105, 150) qb alone deserves and receives 30:
+		// score 1 (3 windows). Mean (0.5 + 3) / 10.
+		FairnessWindow: 15,
+		FairnessMean:   figure(3.5 / 10),
+		FairnessWorst:  figure(0),
 	}
 	if d := cmp.Diff(want, r.Metrics); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)
@@ -133,8 +157,8 @@ func TestUtilizationWithLatePool(t *testing.T) {
 		build()
 	for _, policy := range Policies {
 		r := mustRun(t, w, policy)
-		if want := 400.0 / 600; r.Metrics.GPUUtilization != want {
-			t.Errorf("%s: gpu_utilization %v, want %v", policy, r.Metrics.GPUUtilization, want)
+		if want := 400.0 / 600; Value(r.Metrics.GPUUtilization) != want {
+			t.Errorf("%s: gpu_utilization %v, want %v", policy, Value(r.Metrics.GPUUtilization), want)
 		}
 	}
 }
@@ -158,7 +182,7 @@ func TestWaitBigAndMakespanOrigin(t *testing.T) {
 		t.Fatalf("spans (-want +got):\n%s", d)
 	}
 	m := r.Metrics
-	if m.P99WaitBig != 100 || m.P99Wait != 190 || m.Makespan != 210 {
-		t.Errorf("p99 wait big %v, p99 wait %v, makespan %v; want 100, 190, 210", m.P99WaitBig, m.P99Wait, m.Makespan)
+	if Value(m.P99WaitBig) != 100 || Value(m.P99Wait) != 190 || Value(m.Makespan) != 210 {
+		t.Errorf("p99 wait big %v, p99 wait %v, makespan %v; want 100, 190, 210", Value(m.P99WaitBig), Value(m.P99Wait), Value(m.Makespan))
 	}
 }

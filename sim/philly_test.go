@@ -33,10 +33,10 @@ func TestPhillySlice(t *testing.T) {
 		if m.JobsTotal != 3000 || m.JobsCompleted+m.StuckJobs+m.UnschedulableJobs != m.JobsTotal {
 			t.Errorf("%s: %d jobs, %d completed + %d stuck + %d unschedulable", policy, m.JobsTotal, m.JobsCompleted, m.StuckJobs, m.UnschedulableJobs)
 		}
-		if m.GPUUtilization <= 0 || m.GPUUtilization > 1 {
-			t.Errorf("%s: utilisation %v out of (0, 1]", policy, m.GPUUtilization)
+		if u := Value(m.GPUUtilization); !(u > 0 && u <= 1) {
+			t.Errorf("%s: utilisation %v out of (0, 1]", policy, u)
 		}
-		if m.P50JCT > m.P99JCT || m.MeanWait < 0 || m.P99Wait < m.MeanWait/100 {
+		if !(Value(m.P50JCT) <= Value(m.P99JCT) && Value(m.MeanWait) >= 0 && Value(m.P99Wait) >= Value(m.MeanWait)/100) {
 			t.Errorf("%s: inconsistent times %+v", policy, m)
 		}
 		if policy != PolicyPodByPod {

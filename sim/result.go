@@ -1,5 +1,7 @@
 package sim
 
+import "math"
+
 // Policy names accepted by Run.
 const (
 	PolicyPhalanx  = "phalanx"
@@ -15,27 +17,45 @@ const (
 var Policies = []string{PolicyPhalanx, PolicyPodByPod, PolicyFIFOGang, PolicyVolcano}
 
 // Metrics are the figures of one run, as `phalanx simulate --output json`
-// prints them. Times are in seconds.
+// prints them. Times are in seconds. A figure over no sample (a completion
+// time when no job completed, a wait when none started, rack locality when
+// no started job spans nodes...) is nil, which JSON prints as null and the
+// table as "—": it is not 0, which would read as the best value.
 type Metrics struct {
-	JobsTotal         int     `json:"jobs_total"`
-	JobsCompleted     int     `json:"jobs_completed"`
-	StuckJobs         int     `json:"stuck_jobs"`
-	UnschedulableJobs int     `json:"unschedulable_jobs"`
-	MeanJCT           float64 `json:"mean_jct_s"`
-	P50JCT            float64 `json:"p50_jct_s"`
-	P99JCT            float64 `json:"p99_jct_s"`
-	MeanWait          float64 `json:"mean_wait_s"`
-	P99Wait           float64 `json:"p99_wait_s"`
-	P99WaitBig        float64 `json:"p99_wait_big_s"`
-	GPUUtilization    float64 `json:"gpu_utilization"`
-	WastedGPUSeconds  float64 `json:"wasted_gpu_s"`
-	Makespan          float64 `json:"makespan_s"`
-	JainFairness      float64 `json:"jain_fairness"`
+	JobsTotal         int      `json:"jobs_total"`
+	JobsCompleted     int      `json:"jobs_completed"`
+	StuckJobs         int      `json:"stuck_jobs"`
+	UnschedulableJobs int      `json:"unschedulable_jobs"`
+	MeanJCT           *float64 `json:"mean_jct_s"`
+	P50JCT            *float64 `json:"p50_jct_s"`
+	P99JCT            *float64 `json:"p99_jct_s"`
+	MeanWait          *float64 `json:"mean_wait_s"`
+	P99Wait           *float64 `json:"p99_wait_s"`
+	// P99WaitBig is the p99 wait of the started jobs of 8 GPUs or more.
+	P99WaitBig     *float64 `json:"p99_wait_big_s"`
+	GPUUtilization *float64 `json:"gpu_utilization"`
+	// WastedGPUSeconds is the GPU time held by members of jobs that are not
+	// running, up to the end of the run; GPUs still held so at the end
+	// (HeldIdleAtEnd) are counted until the idle horizon (see metrics.go),
+	// a lower bound of what they hold forever.
+	WastedGPUSeconds float64 `json:"wasted_gpu_s"`
+	// HeldIdleAtEnd is the GPUs held, when the run ends, by members of jobs
+	// that are not running: nothing will ever free them.
+	HeldIdleAtEnd int64    `json:"held_idle_at_end_gpus"`
+	Makespan      *float64 `json:"makespan_s"`
+	// FairnessMean and FairnessWorst summarise the windowed fairness (see
+	// metrics.go): per window of FairnessWindow seconds, the share of its
+	// deserved GPU time that the least served queue received; their mean
+	// over the windows where some queue deserved anything, and the lowest.
+	// 1 is fair.
+	FairnessMean   *float64 `json:"fairness_mean"`
+	FairnessWorst  *float64 `json:"fairness_worst"`
+	FairnessWindow int64    `json:"fairness_window_s"`
 	// RackLocality is the share of started jobs placed on more than one node
 	// whose placed members all run in one rack (the narrowest level of
-	// Workload.Topology); 0 when no started job spans nodes or the workload
-	// has no racks.
-	RackLocality float64 `json:"rack_locality"`
+	// Workload.Topology); nil when no started job spans nodes or the
+	// workload has no racks.
+	RackLocality *float64 `json:"rack_locality"`
 	// PreemptedGangs counts the times a running gang lost members to
 	// preemption or reclaim (a gang evicted in two cycles counts twice);
 	// EvictedMembers counts the members evicted.
@@ -49,10 +69,22 @@ type Metrics struct {
 	MemberFailures int `json:"member_failures"`
 	// MeanReplacementWait and MaxReplacementWait are how long the
 	// replacements of failed members waited for a node, from their creation
-	// to their bind (replacements that never bound are not counted).
-	MeanReplacementWait float64 `json:"mean_replacement_wait_s"`
-	MaxReplacementWait  float64 `json:"max_replacement_wait_s"`
+	// to their bind (replacements that never bound are not counted); nil
+	// when none bound.
+	MeanReplacementWait *float64 `json:"mean_replacement_wait_s"`
+	MaxReplacementWait  *float64 `json:"max_replacement_wait_s"`
 }
+
+// Value returns *f, or NaN for a figure over no sample.
+func Value(f *float64) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	return *f
+}
+
+// figure returns a pointer to a copy of x.
+func figure(x float64) *float64 { return &x }
 
 // JobState is where a job ended up when the run ended.
 type JobState string
@@ -79,6 +111,12 @@ type JobOutcome struct {
 	Placed, Members int
 	// Reason is the last diagnostic of a job that never started.
 	Reason string
+	// Duration is the run time the job needs; GPUSeconds the GPU time it
+	// received while running, runs later thrown away by preemption
+	// included; Preemptions how many times it lost members to preemption
+	// or reclaim.
+	Duration, GPUSeconds int64
+	Preemptions          int
 }
 
 // Sample is one step of a step function of time.

@@ -178,7 +178,7 @@ func run(w *workload.Workload, name string, sched cycler, gopt gangOptions, opt 
 	jobs := outcomes(s, p)
 	return &Result{
 		Policy:  name,
-		Metrics: metrics(s, jobs, end),
+		Metrics: metrics(s, jobs, end, last),
 		Jobs:    jobs,
 		GPUs:    s.samples,
 		Events:  s.events,
@@ -200,6 +200,11 @@ func outcomes(s *state, p policy) []JobOutcome {
 			Finish:  -1,
 			Placed:  j.placed,
 			Members: len(j.members),
+			// received is counted ahead to finish: every job still
+			// running at the end has finished by then.
+			Duration:    j.spec.Duration,
+			GPUSeconds:  j.received,
+			Preemptions: j.preemptions,
 		}
 		switch {
 		case j.done:

@@ -117,8 +117,8 @@ func TestSeedBPodByPod(t *testing.T) {
 		t.Errorf("wasted_gpu_s = %v, want 1200", m.WastedGPUSeconds)
 	}
 	// 8 GPUs x 1000 s over 4 GPUs x 1300 s + 4 GPUs x 1000 s.
-	if want := 8000.0 / 9200.0; m.GPUUtilization != want {
-		t.Errorf("gpu_utilization = %v, want %v", m.GPUUtilization, want)
+	if want := 8000.0 / 9200.0; Value(m.GPUUtilization) != want {
+		t.Errorf("gpu_utilization = %v, want %v", Value(m.GPUUtilization), want)
 	}
 }
 
@@ -205,13 +205,15 @@ func TestLargerThanCluster(t *testing.T) {
 			if o.Reason == "" {
 				t.Errorf("huge has no reason")
 			}
-			wantPlaced, wantWaste := 0, 0.0
+			wantPlaced, wantWaste, wantHeld := 0, 0.0, int64(0)
 			if policy == PolicyPodByPod {
-				// 2 GPUs held from 0 to the end of the run (small ends at 110).
-				wantPlaced, wantWaste = 2, 220
+				// 2 GPUs held from 0 and never freed: the run ends at 110
+				// (small completes) and they count as idle for huge's
+				// duration after that, to the idle horizon 210.
+				wantPlaced, wantWaste, wantHeld = 2, 2*210, 2
 			}
-			if o.Placed != wantPlaced || r.Metrics.WastedGPUSeconds != wantWaste {
-				t.Errorf("placed %d, waste %v; want %d, %v", o.Placed, r.Metrics.WastedGPUSeconds, wantPlaced, wantWaste)
+			if m := r.Metrics; o.Placed != wantPlaced || m.WastedGPUSeconds != wantWaste || m.HeldIdleAtEnd != wantHeld {
+				t.Errorf("placed %d, waste %v, %d GPUs held at the end; want %d, %v, %d", o.Placed, m.WastedGPUSeconds, m.HeldIdleAtEnd, wantPlaced, wantWaste, wantHeld)
 			}
 		})
 	}

@@ -90,6 +90,9 @@ type job struct {
 	// received is the GPU-seconds the job holds while running, counted
 	// ahead to finish and corrected whenever that changes.
 	received int64
+	// preemptions counts the cycles in which it lost members to preemption
+	// or reclaim.
+	preemptions int
 	// estimate is the run time the scheduler expects (Gang.Estimate); estEnd
 	// the end it expects while the job runs.
 	estimate, estEnd int64
@@ -135,8 +138,13 @@ type state struct {
 	gen uint64
 	// changed says that an event changed the cluster or the jobs since the
 	// policy's last cycle (set by the event loop, cleared by the policy).
-	changed          bool
-	running, held    int64
+	changed       bool
+	running, held int64
+	// queueRunning is running by queue (state.snap.Queues' order), and
+	// queueSamples its step series, for the windowed fairness.
+	queueRunning     []int64
+	queueSamples     []queueSample
+	queueSampled     []int64
 	lastCompletion   int64
 	completed        int
 	timers           timerHeap
@@ -193,6 +201,8 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 			Name: q.Name, Weight: q.Weight, Capability: capability, Guarantee: guarantee, NoReclaim: q.NoReclaim, StrictOrder: q.StrictOrder,
 		})
 	}
+	s.queueRunning = make([]int64, len(s.snap.Queues))
+	s.queueSampled = make([]int64, len(s.snap.Queues))
 	seen := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
 		spec := &w.Jobs[i]
@@ -375,7 +385,7 @@ func (s *state) bind(j *job, m int, n int32) bool {
 		mem.start = s.now
 		switch {
 		case !j.paused:
-			s.running += mem.gpus
+			s.addRunning(j, mem.gpus)
 			j.received += mem.gpus * (j.finish - s.now)
 		case j.placed >= j.spec.MinMember:
 			s.resume(j)
@@ -396,7 +406,7 @@ func (s *state) startJob(j *job) {
 	j.estEnd = s.now + j.estimate
 	j.placedAtStart = j.placed
 	j.received += j.held * j.spec.Duration
-	s.running += j.held
+	s.addRunning(j, j.held)
 	j.epoch++
 	j.runs++
 	s.push(timer{at: j.finish, kind: timerComplete, job: int32(j.idx), epoch: j.epoch})
@@ -425,7 +435,7 @@ func (s *state) complete(j *job) {
 		mem.state = memberDone
 		s.event(j, mem, "completed", "")
 	}
-	s.running -= j.held
+	s.addRunning(j, -j.held)
 	s.held -= j.held
 	j.done = true
 	s.completed++
@@ -436,7 +446,7 @@ func (s *state) complete(j *job) {
 // running: it is evicted or fails.
 func (s *state) stop(j *job, mem *member) {
 	if j.running() {
-		s.running -= mem.gpus
+		s.addRunning(j, -mem.gpus)
 		j.received -= mem.gpus * (j.finish - s.now)
 	}
 	j.placed--
@@ -511,7 +521,7 @@ func (s *state) fail(j *job, i int) (node int32, freed core.Vector, ok bool) {
 	if j.running() && j.placed < j.spec.MinMember {
 		j.paused, j.pausedAt = true, s.now
 		j.remaining = j.finish - s.now
-		s.running -= j.held
+		s.addRunning(j, -j.held)
 		j.received -= j.held * j.remaining
 		j.epoch++
 	}
@@ -526,7 +536,7 @@ func (s *state) resume(j *job) {
 	j.finish = s.now + j.remaining
 	j.estEnd += s.now - j.pausedAt
 	j.received += j.held * j.remaining
-	s.running += j.held
+	s.addRunning(j, j.held)
 	j.epoch++
 	s.push(timer{at: j.finish, kind: timerComplete, job: int32(j.idx), epoch: j.epoch})
 }
@@ -556,8 +566,10 @@ func (s *state) event(j *job, m *member, kind, reason string) {
 }
 
 // sample appends the GPU counters at the current time if they changed; a
-// second change at the same time replaces the first.
+// second change at the same time replaces the first. The same for the
+// running GPUs of each queue.
 func (s *state) sample() {
+	s.sampleQueues()
 	n := len(s.samples)
 	if n > 0 && s.samples[n-1].Running == s.running && s.samples[n-1].Held == s.held {
 		return
@@ -568,6 +580,31 @@ func (s *state) sample() {
 		return
 	}
 	s.samples = append(s.samples, smp)
+}
+
+// queueSample is a step of one queue's running GPUs.
+type queueSample struct {
+	Time    int64
+	Queue   int32
+	Running int64
+}
+
+// addRunning adds d GPUs to what runs, in total and for j's queue.
+func (s *state) addRunning(j *job, d int64) {
+	s.running += d
+	s.queueRunning[j.queue] += d
+}
+
+// sampleQueues appends a queueSample for every queue whose running GPUs
+// changed since it was last sampled. Changes at one time are each recorded;
+// integrating them in order gives the last its time.
+func (s *state) sampleQueues() {
+	for q, r := range s.queueRunning {
+		if r != s.queueSampled[q] {
+			s.queueSampled[q] = r
+			s.queueSamples = append(s.queueSamples, queueSample{Time: s.now, Queue: int32(q), Running: r})
+		}
+	}
 }
 
 // releases appends to dst what every member on a node gives back when the

@@ -1,0 +1,175 @@
+package sim
+
+// This file computes the windowed fairness of a run (see the top of
+// metrics.go for what it means).
+
+import (
+	"math"
+
+	"github.com/phalanx-sched/phalanx/workload"
+)
+
+// fairnessWindow returns the length of the fairness windows of a run that
+// lasts span seconds: a day, or a tenth of the run (rounded up, at least a
+// second) when it lasts less than ten days.
+func fairnessWindow(span int64) int64 {
+	const day = 86400
+	if span >= 10*day {
+		return day
+	}
+	return max(1, (span+9)/10)
+}
+
+// windowedFairness returns the mean and the least, over the windows of
+// length window that cut [from, end) where some queue deserved GPU time,
+// of the share of its deserved GPU time that the least served queue
+// received; nil, nil when there is no such window.
+func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) (*float64, *float64) {
+	if end <= from || window <= 0 {
+		return nil, nil
+	}
+	nq := len(s.snap.Queues)
+	nw := int((end - from + window - 1) / window)
+	bounds := func(k int) (int64, int64) {
+		a := from + int64(k)*window
+		return a, min(a+window, end)
+	}
+	demand := make([][]int64, nw)
+	received := make([][]int64, nw)
+	for k := range demand {
+		demand[k] = make([]int64, nq)
+		received[k] = make([]int64, nq)
+	}
+	// Demand: each job's GPUs from its submission to its completion (the
+	// end of the run when it never completes).
+	for i := range s.jobs {
+		j := &s.jobs[i]
+		gpus := j.spec.Total(workload.GPU)
+		if gpus == 0 || jobs[i].State == JobUnschedulable {
+			continue
+		}
+		lo, hi := max(j.spec.Submit, from), end
+		if j.done {
+			hi = min(j.finish, end)
+		}
+		for k := int((lo - from) / window); k < nw; k++ {
+			a, b := bounds(k)
+			if a >= hi {
+				break
+			}
+			if x, y := max(a, lo), min(b, hi); y > x {
+				demand[k][j.queue] += gpus * (y - x)
+			}
+		}
+	}
+	// Received: each queue's running GPUs, a step function.
+	for i, smp := range s.queueSamples {
+		lo, hi := smp.Time, end
+		for n := i + 1; n < len(s.queueSamples); n++ {
+			if s.queueSamples[n].Queue == smp.Queue {
+				hi = min(s.queueSamples[n].Time, end)
+				break
+			}
+		}
+		if smp.Running == 0 || hi <= lo {
+			continue
+		}
+		lo = max(lo, from)
+		for k := int((lo - from) / window); k < nw; k++ {
+			a, b := bounds(k)
+			if a >= hi {
+				break
+			}
+			if x, y := max(a, lo), min(b, hi); y > x {
+				received[k][smp.Queue] += smp.Running * (y - x)
+			}
+		}
+	}
+	weights := make([]float64, nq)
+	capability := make([]int64, nq) // GPUs, -1 for none
+	for q := range s.snap.Queues {
+		weights[q] = float64(max(s.snap.Queues[q].Weight, 1))
+		capability[q] = -1
+		if s.gpu >= 0 {
+			if c := s.snap.Queues[q].Capability[s.gpu]; c < math.MaxInt64/4 {
+				capability[q] = c
+			}
+		}
+	}
+	var sum float64
+	worst := math.Inf(1)
+	counted := 0
+	caps := make([]float64, nq)
+	for k := 0; k < nw; k++ {
+		a, b := bounds(k)
+		for q := range caps {
+			caps[q] = float64(demand[k][q])
+			if capability[q] >= 0 {
+				caps[q] = min(caps[q], float64(capability[q]*(b-a)))
+			}
+		}
+		deserved := waterFill(float64(clusterGPUSeconds(s.w.Pools, a, b)), weights, caps)
+		score, any := 1.0, false
+		for q, d := range deserved {
+			if d <= 0 {
+				continue
+			}
+			any = true
+			score = min(score, float64(received[k][q])/d)
+		}
+		if !any {
+			continue
+		}
+		counted++
+		sum += score
+		worst = min(worst, score)
+	}
+	if counted == 0 {
+		return nil, nil
+	}
+	return figure(sum / float64(counted)), figure(worst)
+}
+
+// waterFill deals capacity between parties by weight, none getting more than
+// its cap; what a capped party cannot take is dealt again to the others. It
+// returns each party's deal.
+func waterFill(capacity float64, weights, caps []float64) []float64 {
+	deal := make([]float64, len(weights))
+	open := make([]bool, len(weights))
+	for i := range open {
+		open[i] = caps[i] > 0 && weights[i] > 0
+	}
+	left := capacity
+	for left > 0 {
+		var total float64
+		for i, o := range open {
+			if o {
+				total += weights[i]
+			}
+		}
+		if total == 0 {
+			break
+		}
+		capped := false
+		for i, o := range open {
+			if o && caps[i] <= left*weights[i]/total {
+				deal[i], open[i], capped = caps[i], false, true
+			}
+		}
+		if !capped {
+			for i, o := range open {
+				if o {
+					deal[i] = left * weights[i] / total
+				}
+			}
+			break
+		}
+		left = capacity
+		for i, o := range open {
+			if !o {
+				left -= deal[i]
+			}
+		}
+	}
+	return deal
+}
