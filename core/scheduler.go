@@ -101,6 +101,10 @@ type Scheduler struct {
 	// preemptions does the same for preemption phases (preempt.go), and
 	// memory for the lists of a cycle (cycle.go).
 	preemptions, memory sync.Pool
+	// noPreempt is the Scheduler of the same configuration without
+	// preemption that forecasts run (forecast.go), made on first use.
+	noPreempt     *Scheduler
+	noPreemptOnce sync.Once
 }
 
 // New validates cfg and returns a Scheduler.

@@ -1,0 +1,367 @@
+package core
+
+import (
+	"math"
+	"slices"
+)
+
+// The forecast: when will each waiting gang start? (as Slurm's squeue --start)
+//
+// Forecast runs the scheduler's own cycle (RunCycle) forward in virtual time
+// from a snapshot, on a copy of what the cycles change: the nodes' and the
+// queues' usage, the gangs' waiting members, the releases and the holds.
+//
+//   - The first cycle runs at now over the snapshot as given, so a gang that
+//     the real cycle over the same snapshot places starts at now.
+//   - Running members end at their release time (Snapshot.Releases): their
+//     room goes back to their node and their queue. A member whose release
+//     time has passed (it runs past its estimate) is expected to end one
+//     step after now. A member whose end is unknown (Release.At 0, or no
+//     release at all) keeps its room for the whole forecast.
+//   - A gang the forecast starts runs for its own Estimate from the cycle
+//     that placed it, and gives its room back then; a gang without an
+//     estimate keeps its room for the whole forecast.
+//   - Nothing arrives: the waiting gangs are those of the snapshot.
+//   - Nothing is preempted: the forecast's cycles run without preemption, so
+//     a gang that would make room by evicting others is forecast to start
+//     when room frees up without it (an upper bound). Holds in force stay
+//     until their gang is placed.
+//   - The pods that pod affinity, anti-affinity and spread count
+//     (Snapshot.Pods) are those of the snapshot throughout.
+//
+// A cycle runs at now, then at the next time something changes: a release,
+// or the Plan.Until of the latest cycle (a gang's wait reaching the
+// reservation threshold, a reservation's start), but never sooner than Step
+// after the previous one, nor sooner than a sixteenth of the time from now
+// to the previous one: releases within that gap are handled together, and a
+// start is forecast up to a step or a sixteenth of its distance late (a start
+// forecast in 8 h, up to 30 min late). The gaps grow with the distance, so
+// a week's forecast takes about 16 ln(week / 16 Step) + 16 cycles (120 with
+// Step 60 s), whatever the number of releases. The forecast stops at
+// now + Horizon, after MaxCycles cycles, once every waiting gang has
+// started, or when nothing more can change.
+//
+// The work is bounded by MaxCycles cycles, each one RunCycle over a snapshot
+// no bigger than the one given, plus a copy of the snapshot's nodes, queues,
+// gangs and releases.
+
+// ForecastOptions bound a forecast.
+type ForecastOptions struct {
+	// Horizon is how far past now the forecast looks, in seconds: a gang
+	// that does not start by now + Horizon has no expected start. Values
+	// below 1 mean DefaultForecastHorizon.
+	Horizon int64
+	// MaxCycles bounds the cycles the forecast runs; values below 1 mean
+	// DefaultForecastCycles. A gang not started when they run out has no
+	// expected start.
+	MaxCycles int
+	// Step is the least time, in seconds, between two cycles of the
+	// forecast; values below 1 mean 1.
+	Step int64
+}
+
+// forecastPrecision: a forecast's cycles are at least a sixteenth of their
+// distance from now apart.
+const forecastPrecision = 16
+
+// Defaults of ForecastOptions.
+const (
+	DefaultForecastHorizon = 7 * 24 * 3600
+	DefaultForecastCycles  = 200
+)
+
+// GangForecast is what the forecast says of one gang waiting for its
+// minimum.
+type GangForecast struct {
+	Gang  string
+	Queue string
+	// Position is the gang's place, from 1, among the waiting gangs of its
+	// queue, in the order a cycle visits them (partly bound gangs first,
+	// then by priority, then arrival; with Config.ShortestFirst, shortest
+	// estimate before arrival; under StrictFIFO, arrival only). Gangs a
+	// cycle cannot consider (invalid ones, say) are ranked all the same.
+	Position int
+	// Start is when the gang's minimum is expected to be placed, if
+	// Starts; in the time base of now.
+	Start  int64
+	Starts bool
+}
+
+// Forecast is the outcome of Scheduler.Forecast.
+type Forecast struct {
+	// Gangs are the snapshot's gangs waiting for their minimum, in the
+	// snapshot's order.
+	Gangs []GangForecast
+	// Cycles is how many cycles the forecast ran.
+	Cycles int
+	// Until is the time the forecast reached: gangs without a start do not
+	// start before it, as far as the forecast can tell.
+	Until int64
+}
+
+// Forecast says, for every gang of snap waiting for its minimum, its place
+// in its queue and when it is expected to start. It does not modify snap;
+// the same snapshot, time and options always give the same forecast. Like
+// RunCycle, it is safe to call from several goroutines.
+func (s *Scheduler) Forecast(snap *Snapshot, now int64, opts ForecastOptions) Forecast {
+	if opts.Horizon < 1 {
+		opts.Horizon = DefaultForecastHorizon
+	}
+	if opts.MaxCycles < 1 {
+		opts.MaxCycles = DefaultForecastCycles
+	}
+	opts.Step = max(opts.Step, 1)
+	end := now + opts.Horizon
+	if end < now {
+		end = math.MaxInt64
+	}
+	f := newForecaster(s, snap)
+	out := Forecast{Gangs: f.positions(s.cfg)}
+	index := make(map[string]int, len(out.Gangs))
+	for i := range out.Gangs {
+		index[out.Gangs[i].Gang] = i
+	}
+	waiting := len(out.Gangs)
+	var plan Plan
+	var diag Diagnostics
+	for t := now; ; {
+		if t > now {
+			f.release(t, now, opts.Step)
+		}
+		f.sched.RunCycleReusing(&f.snap, t, &plan, &diag)
+		out.Cycles++
+		out.Until = t
+		f.bind(plan.Binds, t)
+		for _, id := range diag.Scheduled {
+			if i, ok := index[id]; ok && !out.Gangs[i].Starts {
+				out.Gangs[i].Start, out.Gangs[i].Starts = t, true
+				waiting--
+			}
+		}
+		f.prune(diag.Scheduled)
+		if waiting == 0 || out.Cycles == opts.MaxCycles {
+			break
+		}
+		next := min(f.nextRelease(now, opts.Step), plan.Until)
+		// A later cycle over the same state places nothing more unless
+		// room frees up or the time crosses a threshold (Plan.Until).
+		next = max(next, t+max(opts.Step, (t-now)/forecastPrecision))
+		if next > end || next < t {
+			out.Until = end
+			break
+		}
+		t = next
+	}
+	return out
+}
+
+// forecaster is the state a forecast moves forward: its own snapshot,
+// sharing with the caller's only what cycles never change.
+type forecaster struct {
+	sched *Scheduler
+	snap  Snapshot
+	// releases not yet applied, by time; At > 0.
+	releases []Release
+	nodes    map[string]int
+	queues   map[string]int
+	gangs    map[string]*Gang
+	// copied: the gangs whose Pending is the forecast's own.
+	copied map[*Gang]bool
+}
+
+func newForecaster(s *Scheduler, snap *Snapshot) *forecaster {
+	f := &forecaster{sched: s.forecastScheduler(), snap: *snap}
+	f.snap.Nodes = slices.Clone(snap.Nodes)
+	f.snap.Queues = slices.Clone(snap.Queues)
+	f.snap.Holds = slices.Clone(snap.Holds)
+	f.snap.Running = nil // the forecast does not preempt
+	f.nodes = make(map[string]int, len(snap.Nodes))
+	for i := range snap.Nodes {
+		f.nodes[snap.Nodes[i].Name] = i
+	}
+	f.queues = make(map[string]int, len(snap.Queues))
+	for i := range snap.Queues {
+		if _, dup := f.queues[snap.Queues[i].Name]; !dup {
+			f.queues[snap.Queues[i].Name] = i
+		}
+	}
+	f.snap.Gangs = make([]*Gang, 0, len(snap.Gangs))
+	f.gangs = make(map[string]*Gang, len(snap.Gangs))
+	f.copied = map[*Gang]bool{}
+	for _, g := range snap.Gangs {
+		if g == nil {
+			continue
+		}
+		cp := *g
+		f.snap.Gangs = append(f.snap.Gangs, &cp)
+		f.gangs[g.ID] = &cp
+	}
+	for _, r := range snap.Releases {
+		if r.At > 0 && r.Node >= 0 && r.Node < len(snap.Nodes) {
+			f.releases = append(f.releases, r)
+		}
+	}
+	f.sortReleases()
+	f.snap.Releases = f.releases
+	return f
+}
+
+// forecastScheduler is s, or a Scheduler of s's configuration without
+// preemption.
+func (s *Scheduler) forecastScheduler() *Scheduler {
+	if !s.cfg.Preemption {
+		return s
+	}
+	s.noPreemptOnce.Do(func() {
+		cfg := s.cfg
+		cfg.Preemption = false
+		s.noPreempt = &Scheduler{cfg: cfg}
+	})
+	return s.noPreempt
+}
+
+func (f *forecaster) sortReleases() {
+	slices.SortStableFunc(f.releases, func(a, b Release) int {
+		switch {
+		case a.At < b.At:
+			return -1
+		case a.At > b.At:
+			return 1
+		}
+		return 0
+	})
+}
+
+// due is when release r is expected to take effect: its time, or one step
+// after now when that time has passed.
+func due(r *Release, now, step int64) int64 {
+	if r.At <= now {
+		return now + step
+	}
+	return r.At
+}
+
+// nextRelease is when the next release takes effect; math.MaxInt64 if none
+// is left.
+func (f *forecaster) nextRelease(now, step int64) int64 {
+	if len(f.releases) == 0 {
+		return math.MaxInt64
+	}
+	return due(&f.releases[0], now, step) // sorted by At
+}
+
+// release gives back the room of every release due by t.
+func (f *forecaster) release(t, now, step int64) {
+	k := 0
+	for k < len(f.releases) && due(&f.releases[k], now, step) <= t {
+		r := &f.releases[k]
+		n := &f.snap.Nodes[r.Node]
+		n.Used = n.Used.Sub(r.Amount)
+		if q, ok := f.queues[r.Queue]; ok {
+			f.snap.Queues[q].Allocated = f.snap.Queues[q].Allocated.Sub(r.Amount)
+		}
+		k++
+	}
+	if k > 0 {
+		f.releases = slices.Delete(f.releases, 0, k)
+		f.snap.Releases = f.releases
+	}
+}
+
+// bind applies a cycle's binds at time t: the members take their room and
+// leave their gang's waiting members; each gives its room back after its
+// gang's estimate, if it has one.
+func (f *forecaster) bind(binds []Bind, t int64) {
+	if len(binds) == 0 {
+		return
+	}
+	added := false
+	for _, b := range binds {
+		g, n := f.gangs[b.Gang], -1
+		if i, ok := f.nodes[b.Node]; ok {
+			n = i
+		}
+		if g == nil || n < 0 {
+			continue
+		}
+		if !f.copied[g] {
+			g.Pending = slices.Clone(g.Pending)
+			f.copied[g] = true
+		}
+		at := slices.IndexFunc(g.Pending, func(m Member) bool { return m.Name == b.Member })
+		if at < 0 {
+			continue
+		}
+		amount := podRequest(&g.Pending[at])
+		g.Pending = slices.Delete(g.Pending, at, at+1)
+		g.Bound++
+		f.snap.Nodes[n].Used = f.snap.Nodes[n].Used.Add(amount)
+		if q, ok := f.queues[g.Queue]; ok {
+			f.snap.Queues[q].Allocated = f.snap.Queues[q].Allocated.Add(amount)
+		}
+		if g.Estimate > 0 && t <= math.MaxInt64-g.Estimate {
+			f.releases = append(f.releases, Release{Node: n, Amount: amount, At: t + g.Estimate, Queue: g.Queue})
+			added = true
+		}
+	}
+	if added {
+		f.sortReleases()
+	}
+	f.snap.Releases = f.releases
+}
+
+// prune drops the gangs left without waiting members, and the holds of the
+// gangs that were placed.
+func (f *forecaster) prune(placed []string) {
+	f.snap.Gangs = slices.DeleteFunc(f.snap.Gangs, func(g *Gang) bool { return len(g.Pending) == 0 })
+	if len(placed) == 0 || len(f.snap.Holds) == 0 {
+		return
+	}
+	done := make(map[string]bool, len(placed))
+	for _, id := range placed {
+		done[id] = true
+	}
+	f.snap.Holds = slices.DeleteFunc(f.snap.Holds, func(h Hold) bool { return done[h.Gang] })
+}
+
+// positions lists the gangs waiting for their minimum, in snapshot order,
+// with their place in their queue in the order cfg's cycles visit them.
+func (f *forecaster) positions(cfg Config) []GangForecast {
+	byQueue := map[string][]*Gang{}
+	var names []string
+	var out []GangForecast
+	for _, g := range f.snap.Gangs {
+		if g.Bound >= g.MinMember && g.MinMember > 0 {
+			continue // only elastic members wait
+		}
+		if byQueue[g.Queue] == nil {
+			names = append(names, g.Queue)
+		}
+		byQueue[g.Queue] = append(byQueue[g.Queue], g)
+		out = append(out, GangForecast{Gang: g.ID, Queue: g.Queue})
+	}
+	strict := map[string]bool{}
+	for i := range f.snap.Queues {
+		strict[f.snap.Queues[i].Name] = f.snap.Queues[i].StrictOrder
+	}
+	place := make(map[string]int, len(out))
+	var sorter gangSorter
+	for _, name := range names {
+		gangs := byQueue[name]
+		o := byPriority
+		switch {
+		case cfg.Ordering == StrictFIFO:
+			o = byArrival
+		case cfg.ShortestFirst && !strict[name]:
+			o = byEstimate
+		}
+		sorter.sort(gangs, o)
+		for i, g := range gangs {
+			place[g.ID] = i + 1
+		}
+	}
+	for i := range out {
+		out[i].Position = place[out[i].Gang]
+	}
+	return out
+}

@@ -1,0 +1,243 @@
+package core
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func forecastOf(t *testing.T, s *Snapshot, cfg Config, now int64, opts ForecastOptions) Forecast {
+	t.Helper()
+	sched, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sched.Forecast(s, now, opts)
+}
+
+// starts maps each forecast gang to its expected start, -1 for none.
+func starts(f Forecast) map[string]int64 {
+	out := map[string]int64{}
+	for _, g := range f.Gangs {
+		out[g.Gang] = -1
+		if g.Starts {
+			out[g.Gang] = g.Start
+		}
+	}
+	return out
+}
+
+func positions(f Forecast) map[string]int {
+	out := map[string]int{}
+	for _, g := range f.Gangs {
+		out[g.Gang] = g.Position
+	}
+	return out
+}
+
+// Two 8-GPU nodes, both full with a gang that ends at t=100. "pair" needs
+// both nodes and runs 50 s: it starts at 100, and "next", which needs both
+// too, at 150. "next" has no estimate and keeps both nodes, so "one", behind
+// it, never starts; "huge" can never fit.
+func TestForecastHandComputed(t *testing.T) {
+	s := MakeSnapshot().Nodes(
+		MakeNode("a").GPUs(8).UsedGPUs(8),
+		MakeNode("b").GPUs(8).UsedGPUs(8),
+	).Gangs(
+		MakeGang("pair").Members(2, GPUs(8)).Arrival(1).Estimate(50),
+		MakeGang("next").Members(2, GPUs(8)).Arrival(2),
+		MakeGang("one").Members(1, GPUs(8)).Arrival(3),
+		MakeGang("huge").Members(3, GPUs(8)).Arrival(4),
+	).Obj()
+	s.Releases = []Release{
+		{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 100, Queue: "default"},
+		{Node: 1, Amount: Vector{Pods: 1, gpuDim: 8}, At: 100, Queue: "default"},
+	}
+	f := forecastOf(t, s, Config{}, 0, ForecastOptions{Horizon: 3600})
+	want := map[string]int64{"pair": 100, "next": 150, "one": -1, "huge": -1}
+	if diff := cmp.Diff(want, starts(f)); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"pair": 1, "next": 2, "one": 3, "huge": 4}, positions(f)); diff != "" {
+		t.Errorf("positions (-want +got):\n%s", diff)
+	}
+	// Cycles at 0, 100, 150; then nothing can change.
+	if f.Cycles != 3 || f.Until != 3600 {
+		t.Errorf("%d cycles until %d, want 3 until 3600", f.Cycles, f.Until)
+	}
+}
+
+// A gang that fits now starts now: the forecast's first cycle is the real
+// one.
+func TestForecastFitsNow(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8)).Gangs(
+		MakeGang("now").Members(1, GPUs(4)).Arrival(1).Estimate(10),
+		MakeGang("later").Members(1, GPUs(8)).Arrival(2),
+	).Obj()
+	f := forecastOf(t, s, Config{}, 1000, ForecastOptions{})
+	if diff := cmp.Diff(map[string]int64{"now": 1000, "later": 1010}, starts(f)); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+}
+
+// Positions follow the core's order within each queue: partly bound gangs
+// first, then priority, then arrival; with ShortestFirst, shorter estimates
+// before later arrivals.
+func TestForecastPositions(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(8)).Queues(MakeQueue("q1"), MakeQueue("q2")).Gangs(
+		MakeGang("low-early").Queue("q1").Members(1, GPUs(1)).Arrival(1).Estimate(500),
+		MakeGang("low-late").Queue("q1").Members(1, GPUs(1)).Arrival(5).Estimate(10),
+		MakeGang("high").Queue("q1").Members(1, GPUs(1)).Arrival(9).Priority(10),
+		MakeGang("partial").Queue("q1").Members(1, GPUs(1)).Bound(1).Min(2).Arrival(20),
+		MakeGang("running-elastic").Queue("q1").Members(1, GPUs(1)).Bound(2).Min(2).Arrival(0),
+		MakeGang("other").Queue("q2").Members(1, GPUs(1)).Arrival(30),
+	).Obj()
+	f := forecastOf(t, s, Config{}, 100, ForecastOptions{})
+	want := map[string]int{"partial": 1, "high": 2, "low-early": 3, "low-late": 4, "other": 1}
+	if diff := cmp.Diff(want, positions(f)); diff != "" {
+		t.Errorf("positions (-want +got):\n%s", diff)
+	}
+	f = forecastOf(t, s, Config{ShortestFirst: true}, 100, ForecastOptions{})
+	want = map[string]int{"partial": 1, "high": 2, "low-late": 3, "low-early": 4, "other": 1}
+	if diff := cmp.Diff(want, positions(f)); diff != "" {
+		t.Errorf("positions, shortest first (-want +got):\n%s", diff)
+	}
+	f = forecastOf(t, s, Config{Ordering: StrictFIFO}, 100, ForecastOptions{})
+	want = map[string]int{"low-early": 1, "low-late": 2, "high": 3, "partial": 4, "other": 1}
+	if diff := cmp.Diff(want, positions(f)); diff != "" {
+		t.Errorf("positions, strict FIFO (-want +got):\n%s", diff)
+	}
+}
+
+// The reserved gang's forecast start is its reservation's expected start
+// (reserve_test.go's scenario at t=500: "big" is reserved both nodes from
+// 1000; "short" backfills until 600).
+func TestForecastAgreesWithReservation(t *testing.T) {
+	cfg := Config{ReserveAfter: 60}
+	_, diag := runAt(t, reservationSnapshot(), cfg, 500)
+	var resv int64 = -1
+	for _, st := range diag.Pending {
+		if _, start, ok := st.Reservation(); ok && st.Gang == "big" {
+			resv = start
+		}
+	}
+	f := forecastOf(t, reservationSnapshot(), cfg, 500, ForecastOptions{})
+	got := starts(f)
+	if resv != 1000 || got["big"] != resv {
+		t.Errorf("big: reservation start %d, forecast %d; want both 1000", resv, got["big"])
+	}
+	want := map[string]int64{"big": 1000, "short": 500, "long": -1, "unknown": -1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+}
+
+// Members past their estimate end one step after now; members whose end is
+// unknown never end within the forecast; a start past the horizon is none.
+func TestForecastOverdueUnknownHorizon(t *testing.T) {
+	s := MakeSnapshot().Nodes(
+		MakeNode("a").GPUs(8).UsedGPUs(8),
+		MakeNode("b").GPUs(8).UsedGPUs(8),
+		MakeNode("c").GPUs(8).UsedGPUs(8),
+	).Gangs(
+		MakeGang("on-a").Members(1, GPUs(8)).Arrival(1).Estimate(10),
+		MakeGang("after-a").Members(1, GPUs(8)).Arrival(2),
+		MakeGang("anywhere").Members(1, GPUs(8)).Arrival(3),
+	).Obj()
+	s.Releases = []Release{
+		{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 900, Queue: "default"}, // overdue at 1000
+		{Node: 2, Amount: Vector{Pods: 1, gpuDim: 8}, At: 0},                     // unknown
+	}
+	f := forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30, Horizon: 3600})
+	// on-a ends at 1040, but cycles are a step apart: 1000, 1030, 1060.
+	want := map[string]int64{"on-a": 1030, "after-a": 1060, "anywhere": -1}
+	if diff := cmp.Diff(want, starts(f)); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+	// b frees at 5000: past a horizon of 3600 from 1000, within one of 4000.
+	s.Releases = append(s.Releases, Release{Node: 1, Amount: Vector{Pods: 1, gpuDim: 8}, At: 5000, Queue: "default"})
+	if got := starts(forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30, Horizon: 3600}))["anywhere"]; got != -1 {
+		t.Errorf("anywhere starts at %d, past the horizon", got)
+	}
+	if got := starts(forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30, Horizon: 4000}))["anywhere"]; got != 5000 {
+		t.Errorf("anywhere starts at %d, want 5000", got)
+	}
+	// One cycle only: the one at now.
+	f = forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30, MaxCycles: 1})
+	if f.Cycles != 1 || starts(f)["on-a"] != -1 {
+		t.Errorf("with one cycle: %d cycles, on-a at %d; want 1 and none", f.Cycles, starts(f)["on-a"])
+	}
+}
+
+// Preemption is left out of the forecast: the high-priority gang waits for
+// the running gang to end instead of evicting it; and the forecast neither
+// modifies its snapshot nor varies between runs.
+func TestForecastPureWithoutPreemption(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(8)).Gangs(
+		MakeGang("urgent").Members(1, GPUs(8)).Arrival(5).Priority(100),
+	).Obj()
+	s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 400, Queue: "default"}}
+	s.Running = []Running{{Gang: "low", Queue: "default", MinMember: 1, Members: []Placed{{Name: "low-0", Node: 0, Request: Vector{gpuDim: 8}}}}}
+	before := cloneSnapshot(s)
+	before.Releases = append([]Release(nil), s.Releases...)
+	sched, err := New(Config{Preemption: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1 := sched.Forecast(s, 100, ForecastOptions{})
+	f2 := sched.Forecast(s, 100, ForecastOptions{})
+	if got := starts(f1)["urgent"]; got != 400 {
+		t.Errorf("urgent starts at %d, want 400 (no preemption in the forecast)", got)
+	}
+	if !reflect.DeepEqual(f1, f2) {
+		t.Errorf("two forecasts differ:\n%+v\n%+v", f1, f2)
+	}
+	if !reflect.DeepEqual(before, s) {
+		t.Errorf("the forecast modified its snapshot")
+	}
+}
+
+// BenchmarkForecast5000Nodes forecasts BenchmarkCycle5000Nodes's snapshot
+// (5,000 nodes of 8 GPUs, 20,000 pending pods) with every gang given an
+// estimate of a minute to a day and every used node a release within a day,
+// as BenchmarkCycle5000NodesReservations: the scheduler's defaults (reserve
+// after an hour, two reservations) and the forecast's (a week, at most
+// DefaultForecastCycles cycles, a minute apart).
+func BenchmarkForecast5000Nodes(b *testing.B) {
+	benchForecast(b, ForecastOptions{Step: 60})
+}
+
+func benchForecast(b *testing.B, opts ForecastOptions) {
+	s := randomSnapshot(42, 5000, 20000, 16)
+	r := rand.New(rand.NewPCG(42, 9))
+	for _, g := range s.Gangs {
+		g.Estimate = 60 + r.Int64N(86400)
+	}
+	for n := range s.Nodes {
+		if u := s.Nodes[n].Used; !u.IsZero() {
+			s.Releases = append(s.Releases, Release{Node: n, Amount: u, At: 86400 + r.Int64N(86400), Queue: "default"})
+		}
+	}
+	sched, err := New(Config{ReserveAfter: 3600, Reservations: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var f Forecast
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f = sched.Forecast(s, 86400, opts)
+	}
+	b.StopTimer()
+	started := 0
+	for _, g := range f.Gangs {
+		if g.Starts {
+			started++
+		}
+	}
+	b.ReportMetric(float64(f.Cycles), "cycles")
+	b.ReportMetric(float64(len(f.Gangs)), "waiting-gangs")
+	b.ReportMetric(float64(started), "forecast-starts")
+	b.ReportMetric(float64(f.Until-86400)/3600, "hours-covered")
+}
