@@ -23,7 +23,8 @@ func fairnessWindow(span int64) int64 {
 // windowedFairness returns the mean and the least, over the windows of
 // length window that cut [from, end) where some queue deserved GPU time,
 // of the share of its deserved GPU time that the least served queue
-// received; nil, nil when there is no such window.
+// received; nil, nil when there is no such window. What a queue deserves in
+// a window is its share of the GPU time received by all in that window.
 func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) (*float64, *float64) {
 	if end <= from || window <= 0 {
 		return nil, nil
@@ -108,7 +109,11 @@ func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) (*fl
 				caps[q] = min(caps[q], float64(capability[q]*(b-a)))
 			}
 		}
-		deserved := waterFill(float64(clusterGPUSeconds(s.w.Pools, a, b)), weights, caps)
+		var total int64
+		for _, r := range received[k] {
+			total += r
+		}
+		deserved := waterFill(float64(total), weights, caps)
 		score, any := 1.0, false
 		for q, d := range deserved {
 			if d <= 0 {

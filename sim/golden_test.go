@@ -92,8 +92,12 @@ func renderGolden(t *testing.T, w *workload.Workload) string {
 			}
 		}
 		m := r.Metrics
-		fmt.Fprintf(&b, "completed %d/%d, stuck %d, unschedulable %d, wasted %.0f GPU-s, makespan %.0f s\n",
-			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, Value(m.Makespan))
+		makespan := "none"
+		if m.Makespan != nil {
+			makespan = fmt.Sprintf("%.0f s", *m.Makespan)
+		}
+		fmt.Fprintf(&b, "completed %d/%d, stuck %d, unschedulable %d, wasted %.0f GPU-s, makespan %s\n",
+			m.JobsCompleted, m.JobsTotal, m.StuckJobs, m.UnschedulableJobs, m.WastedGPUSeconds, makespan)
 		if m.HeldIdleAtEnd > 0 {
 			fmt.Fprintf(&b, "%d GPU(s) held idle when the run ends\n", m.HeldIdleAtEnd)
 		}

@@ -2,11 +2,13 @@ package sim
 
 // This file turns a finished run into Metrics. The window of a run is
 // [first submit, end], where end is the last completion, or the last event
-// when nothing completed; makespan is its length. Everything integrated over
-// time (utilisation, waste, fairness) is clipped to that window, but for the
-// idle horizon below:
+// when nothing completed; makespan is its length (nil when nothing
+// completed). Everything integrated over
+// time (utilisation, waste, fairness) is clipped to that window, or to the
+// idle horizon below when the run ends with GPUs held for ever:
 //   - gpu_utilization: integral of GPUs held by running jobs over the
-//     integral of the cluster's GPUs (each pool counted from when it joins);
+//     integral of the cluster's GPUs (each pool counted from when it joins),
+//     up to the idle horizon;
 //   - wasted_gpu_s: integral of GPUs held by members whose job is not
 //     running (Held - Running). When the run ends with such GPUs still held
 //     (held_idle_at_end_gpus: a partial gang that never starts, as pod by
@@ -22,17 +24,21 @@ package sim
 //     a tenth of the run when it lasts less than ten days; the last window
 //     may be shorter). In each window every queue demands the GPU time of
 //     its jobs that are present (submitted and not completed; jobs larger
-//     than the cluster do not count), and deserves its share of the
-//     cluster's GPU time in the window by weight, water-filled: capped by
-//     its demand and its GPU capability, the rest dealt again to the others.
-//     A queue's score in a window is the GPU time its running jobs received
+//     than the cluster do not count), and deserves its share, by weight, of
+//     the GPU time that running jobs received in the window, water-filled:
+//     capped by its demand and its GPU capability, what a capped queue
+//     leaves dealt again to the others. The share is of what was received,
+//     not of the capacity: GPUs left idle are utilisation's business, and
+//     gangs come whole, so a lone queue could rarely use every GPU. A
+//     queue's score in a window is the GPU time its running jobs received
 //     over what it deserved, at most 1; the window's score is the least
 //     score of the queues that deserved anything. fairness_mean is the mean
 //     over the windows where some queue deserved anything, fairness_worst
-//     the least; both are nil when there is no such window. 1 means that
-//     every queue got at least its share in every window. A gang is
-//     indivisible, so a fair scheduler can score below 1 over windows much
-//     shorter than its jobs; longer runs have longer windows;
+//     the least; both are nil when there is no such window (nothing ran).
+//     1 means that in every window every queue got at least its share of
+//     what ran. A gang is indivisible, so over windows much shorter than the
+//     jobs a fair scheduler takes turns and scores below 1; longer runs
+//     have longer windows;
 //   - JCT and wait statistics come from the job outcomes, percentiles by
 //     nearest rank.
 //   - rack_locality: among started jobs whose placed members (at the end of
@@ -116,7 +122,6 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	if len(jobs) == 0 {
 		return m
 	}
-	m.Makespan = figure(float64(end - from))
 
 	var jct, wait, waitBig []float64
 	for i := range jobs {
@@ -138,6 +143,9 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 			}
 		}
 	}
+	if m.JobsCompleted > 0 {
+		m.Makespan = figure(float64(end - from))
+	}
 	slices.Sort(jct)
 	slices.Sort(wait)
 	slices.Sort(waitBig)
@@ -145,14 +153,17 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	m.MeanWait, m.P99Wait = mean(wait), percentile(wait, 99)
 	m.P99WaitBig = percentile(waitBig, 99)
 
-	running := integrate(s.samples, from, end, func(x Sample) int64 { return x.Running })
+	horizon := idleHorizon(s, end, last)
+	running := integrate(s.samples, from, horizon, func(x Sample) int64 { return x.Running })
 	m.HeldIdleAtEnd = s.held - s.running
-	m.WastedGPUSeconds = float64(integrate(s.samples, from, idleHorizon(s, end, last), func(x Sample) int64 { return x.Held - x.Running }))
-	if capacity := clusterGPUSeconds(s.w.Pools, from, end); capacity > 0 {
+	m.WastedGPUSeconds = float64(integrate(s.samples, from, horizon, func(x Sample) int64 { return x.Held - x.Running }))
+	if capacity := clusterGPUSeconds(s.w.Pools, from, horizon); capacity > 0 {
 		m.GPUUtilization = figure(float64(running) / float64(capacity))
 	}
-	m.FairnessWindow = fairnessWindow(end - from)
-	m.FairnessMean, m.FairnessWorst = windowedFairness(s, jobs, from, end, m.FairnessWindow)
+	if end > from {
+		m.FairnessWindow = fairnessWindow(end - from)
+		m.FairnessMean, m.FairnessWorst = windowedFairness(s, jobs, from, end, m.FairnessWindow)
+	}
 	m.RackLocality = rackLocality(s)
 	m.PreemptedGangs, m.EvictedMembers = s.preemptedGangs, s.evictedMembers
 	m.PreemptionLostGPUSeconds = float64(s.lostGPUSeconds)

@@ -124,15 +124,16 @@ func TestMetricsByHand(t *testing.T) {
 		GPUUtilization:    figure(200.0 / 300), // a 1x100 + b 2x50 over 2 GPUs x 150 s
 		WastedGPUSeconds:  100,                 // b0 holds 1 GPU from 0 to 100
 		Makespan:          figure(150),
-		// Windows of 15 s (a tenth of 150 s), 2 GPUs x 15 s = 30 GPU-s
-		// each; c is larger than the cluster and demands nothing. In
-		// [0, 90) qa demands 15 and qb 30, each deserves 15; qa receives
-		// 15, qb 0: score 0 (6 windows). In [90, 105) qa demands 10 and
-		// deserves 10, qb deserves the other 20 and receives 2 x 5 from
-		// 100: score 0.5. In [105, 150) qb alone deserves and receives 30:
-		// score 1 (3 windows). Mean (0.5 + 3) / 10.
+		// Windows of 15 s (a tenth of 150 s); c is larger than the
+		// cluster and demands nothing. In each of the 6 windows of
+		// [0, 90) only a runs: 15 GPU-s received, qa demands 15 and qb 30,
+		// each deserves 7.5; qa receives 15, qb 0: score 0. In [90, 105)
+		// qa receives 1 x 10 and qb 2 x 5 (from 100): 20 dealt over
+		// demands 10 and 30 gives each 10: score 1. In the 3 windows of
+		// [105, 150) qb alone demands, deserves and receives 30: score 1.
+		// Mean 4 / 10.
 		FairnessWindow: 15,
-		FairnessMean:   figure(3.5 / 10),
+		FairnessMean:   figure(4.0 / 10),
 		FairnessWorst:  figure(0),
 	}
 	if d := cmp.Diff(want, r.Metrics); d != "" {

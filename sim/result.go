@@ -41,13 +41,15 @@ type Metrics struct {
 	WastedGPUSeconds float64 `json:"wasted_gpu_s"`
 	// HeldIdleAtEnd is the GPUs held, when the run ends, by members of jobs
 	// that are not running: nothing will ever free them.
-	HeldIdleAtEnd int64    `json:"held_idle_at_end_gpus"`
-	Makespan      *float64 `json:"makespan_s"`
+	HeldIdleAtEnd int64 `json:"held_idle_at_end_gpus"`
+	// Makespan is from the first submission to the last completion.
+	Makespan *float64 `json:"makespan_s"`
 	// FairnessMean and FairnessWorst summarise the windowed fairness (see
 	// metrics.go): per window of FairnessWindow seconds, the share of its
-	// deserved GPU time that the least served queue received; their mean
-	// over the windows where some queue deserved anything, and the lowest.
-	// 1 is fair.
+	// deserved GPU time that the least served queue received, a queue
+	// deserving its weighted share (water-filled by demand) of what all
+	// running jobs received in the window; their mean over the windows
+	// where anything ran, and the lowest. 1 is fair; nil when nothing ran.
 	FairnessMean   *float64 `json:"fairness_mean"`
 	FairnessWorst  *float64 `json:"fairness_worst"`
 	FairnessWindow int64    `json:"fairness_window_s"`

@@ -162,6 +162,23 @@ func TestDeadlockPodByPod(t *testing.T) {
 	if got := r.GPUs[len(r.GPUs)-1]; got.Held != 4 || got.Running != 0 {
 		t.Errorf("last sample %+v, want 4 held, 0 running", got)
 	}
+	// The run ends at 0, its last event, with 4 GPUs held forever: they
+	// count as idle for the 600 s either job would have run.
+	if m.HeldIdleAtEnd != 4 || m.WastedGPUSeconds != 4*600 {
+		t.Errorf("%d GPUs held at the end, %v GPU-s idle; want 4 and 2400", m.HeldIdleAtEnd, m.WastedGPUSeconds)
+	}
+	// Nothing completed or started: no time figure is 0, all are missing.
+	for name, f := range map[string]*float64{"mean JCT": m.MeanJCT, "p50 JCT": m.P50JCT, "p99 JCT": m.P99JCT,
+		"mean wait": m.MeanWait, "p99 wait": m.P99Wait, "p99 wait big": m.P99WaitBig, "makespan": m.Makespan,
+		"fairness": m.FairnessMean} {
+		if f != nil {
+			t.Errorf("%s = %v, want none", name, *f)
+		}
+	}
+	// Utilisation runs to the idle horizon: 0 of 4 GPUs x 600 s.
+	if u := m.GPUUtilization; u == nil || *u != 0 {
+		t.Errorf("utilisation %v, want 0", Value(u))
+	}
 }
 
 func TestDeadlockGang(t *testing.T) {

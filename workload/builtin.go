@@ -10,10 +10,11 @@ import (
 var builtinFiles embed.FS
 
 // builtinNames lists the built-in scenarios in the order Builtin returns them.
-var builtinNames = []string{"seed-tfjob.yaml", "seed-ack.yaml"}
+var builtinNames = []string{"seed-tfjob.yaml", "seed-ack.yaml", "deadlock.yaml"}
 
 // Builtin returns the built-in scenarios `phalanx simulate` runs with no
-// arguments: the seed experiments, seed-tfjob then seed-ack. Each call
+// arguments: the seed experiments, seed-tfjob then seed-ack, then deadlock
+// (two gangs racing for the same GPUs). Each call
 // parses them afresh, so callers own what they get. The files are embedded
 // in the binary and a test parses them, so Builtin does not fail at run
 // time; it panics only if a build embeds a broken file.

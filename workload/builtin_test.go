@@ -10,8 +10,8 @@ import (
 // seed experiments.
 func TestBuiltin(t *testing.T) {
 	ws := Builtin()
-	if len(ws) != 2 {
-		t.Fatalf("%d built-in scenarios, want 2", len(ws))
+	if len(ws) != 3 {
+		t.Fatalf("%d built-in scenarios, want 3", len(ws))
 	}
 	type job struct {
 		ID                string
@@ -37,6 +37,10 @@ func TestBuiltin(t *testing.T) {
 		{"seed-ack",
 			[]pool{{"gpu", 2, 0, 2, 8000, 32 << 30}, {"gpu-added", 2, 300, 2, 8000, 32 << 30}},
 			[]job{{"tf-smoke-gpu", 0, 600, 5, 5, 8}}},
+		// Two gangs of 6 GPUs submitted together on 8: only one fits.
+		{"deadlock",
+			[]pool{{"gpu", 2, 0, 4, 32000, 128 << 30}},
+			[]job{{"train-a", 0, 3600, 6, 6, 6}, {"train-b", 0, 3600, 6, 6, 6}}},
 	} {
 		var w *Workload
 		for _, x := range ws {

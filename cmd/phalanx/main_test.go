@@ -230,7 +230,7 @@ func TestDefaultJSON(t *testing.T) {
 	for _, r := range got.Results {
 		order = append(order, r["input"].(string)+"/"+r["policy"].(string))
 	}
-	want := "seed-tfjob/pod-by-pod seed-tfjob/phalanx seed-ack/pod-by-pod seed-ack/phalanx"
+	want := "seed-tfjob/pod-by-pod seed-tfjob/phalanx seed-ack/pod-by-pod seed-ack/phalanx deadlock/pod-by-pod deadlock/phalanx"
 	if strings.Join(order, " ") != want {
 		t.Errorf("results %v, want %s", order, want)
 	}
