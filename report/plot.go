@@ -3,7 +3,9 @@ package report
 // This file draws GPUs in use over virtual time, one panel per input and one
 // line per policy: solid for the GPUs of running jobs, dashed (when it
 // differs) for the GPUs held by any member, including idle members of
-// incomplete gangs, and grey for the cluster's capacity. Series are step
+// incomplete gangs, and grey for the cluster's capacity. Below each, a panel
+// of the jobs waiting (submitted and not started), one line per policy.
+// Series are step
 // functions; long ones are reduced to at most plotBuckets steps keeping the
 // highest value of each bucket, so a whole-trace plot stays a few hundred
 // kilobytes and no peak disappears.
@@ -41,8 +43,8 @@ const (
 	pngDPI      = 144
 )
 
-// PlotFile draws the GPUs in use of every comparison, one panel each, into
-// path, as SVG or PNG according to its extension (.svg, .png).
+// PlotFile draws the GPUs in use and the jobs waiting of every comparison,
+// two panels each, into path, as SVG or PNG according to its extension (.svg, .png).
 func PlotFile(path string, cs []Comparison) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".svg" && ext != ".png" {
@@ -62,21 +64,26 @@ func PlotFile(path string, cs []Comparison) error {
 	return nil
 }
 
-// Plot draws the GPUs in use of every comparison, one panel each, stacked,
-// and writes the figure to out in format "svg" or "png".
+// Plot draws the GPUs in use and the jobs waiting of every comparison, two
+// panels each, stacked, and writes the figure to out in format "svg" or
+// "png".
 func Plot(out io.Writer, format string, cs []Comparison) error {
 	if len(cs) == 0 {
 		return fmt.Errorf("report: nothing to plot")
 	}
-	plots := make([][]*plot.Plot, len(cs))
-	for i, c := range cs {
+	plots := make([][]*plot.Plot, 0, 2*len(cs))
+	for _, c := range cs {
 		p, err := panel(c)
 		if err != nil {
 			return err
 		}
-		plots[i] = []*plot.Plot{p}
+		wp, err := waitingPanel(c)
+		if err != nil {
+			return err
+		}
+		plots = append(plots, []*plot.Plot{p}, []*plot.Plot{wp})
 	}
-	height := panelHeight * vg.Length(len(cs))
+	height := panelHeight * vg.Length(len(plots))
 	var canvas vg.CanvasWriterTo
 	switch format {
 	case "svg":
@@ -87,7 +94,7 @@ func Plot(out io.Writer, format string, cs []Comparison) error {
 		return fmt.Errorf("report: unknown plot format %q (want svg or png)", format)
 	}
 	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: len(cs), Cols: 1, PadY: vg.Points(12), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(12), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 	for i, row := range plot.Align(plots, tiles, dc) {
 		plots[i][0].Draw(row[0])
 	}
@@ -109,9 +116,9 @@ func timeUnit(span int64) (name string, seconds float64) {
 	}
 }
 
-// panel draws one comparison.
-func panel(c Comparison) (*plot.Plot, error) {
-	var start, end int64
+// span returns the time axis of a comparison's panels: from 0 (or the first
+// sample, if earlier) to the last sample of any series.
+func span(c Comparison) (start, end int64) {
 	first := true
 	for _, r := range c.Results {
 		if n := len(r.GPUs); n > 0 {
@@ -123,11 +130,73 @@ func panel(c Comparison) (*plot.Plot, error) {
 			}
 			first = false
 		}
+		if n := len(r.Waiting); n > 0 {
+			if first || r.Waiting[0].Time < start {
+				start = r.Waiting[0].Time
+			}
+			if first || r.Waiting[n-1].Time > end {
+				end = r.Waiting[n-1].Time
+			}
+			first = false
+		}
 	}
 	start = min(start, 0)
 	if end <= start {
 		end = start + 1
 	}
+	return start, end
+}
+
+// waitingPanel draws the jobs waiting over time under each policy of one
+// comparison.
+func waitingPanel(c Comparison) (*plot.Plot, error) {
+	start, end := span(c)
+	unit, scale := timeUnit(end - start)
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Jobs waiting (submitted, not started): %s", c.Workload.Name)
+	p.X.Label.Text = "virtual time (" + unit + ")"
+	p.Y.Label.Text = "jobs"
+	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
+	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	top := 1.0
+	for i, r := range c.Results {
+		pts := waitingSeries(r.Waiting, end)
+		if len(pts) == 0 {
+			continue
+		}
+		l, err := stepLine(pts, scale)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(0.8 + 1.2*float64(len(c.Results)-1-i))
+		p.Add(l)
+		p.Legend.Add(r.Policy, l)
+		for _, s := range pts {
+			top = max(top, s.Y)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.35
+	p.X.Min, p.X.Max = float64(start)/scale, float64(end)/scale
+	return p, nil
+}
+
+// waitingSeries is the step series of jobs waiting, reduced as GPU series
+// are (the highest value of each bucket) and extended to end.
+func waitingSeries(w []sim.Waiting, end int64) plotter.XYs {
+	samples := make([]sim.Sample, len(w))
+	for i, x := range w {
+		samples[i] = sim.Sample{Time: x.Time, Running: int64(x.Jobs)}
+	}
+	return Downsample(samples, func(s sim.Sample) int64 { return s.Running }, end, plotBuckets)
+}
+
+// panel draws the GPUs in use of one comparison.
+func panel(c Comparison) (*plot.Plot, error) {
+	start, end := span(c)
 	unit, scale := timeUnit(end - start)
 
 	p := plot.New()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"gonum.org/v1/plot/plotter"
 
 	"github.com/phalanx-sched/phalanx/sim"
 	"github.com/phalanx-sched/phalanx/workload"
@@ -46,7 +47,8 @@ func tinyResults() []*sim.Result {
 				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessWindow: 87},
 			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
 				State: sim.JobCompleted, Placed: 3, Members: 3}},
-			GPUs: []sim.Sample{{Time: 30}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
+			GPUs:    []sim.Sample{{Time: 30}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
+			Waiting: []sim.Waiting{{Time: 30, Jobs: 1}, {Time: 300, Jobs: 0}},
 			Events: []sim.PodEvent{
 				{Time: 300, Job: "job2", Pod: "job2-ps-0", Kind: "running", Node: "gpu-0"},
 				{Time: 300, Job: "job2", Pod: "job2-worker-0", Kind: "running", Node: "gpu-0"},
@@ -60,7 +62,8 @@ func tinyResults() []*sim.Result {
 				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessWindow: 87},
 			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
 				State: sim.JobCompleted, Placed: 3, Members: 3}},
-			GPUs: []sim.Sample{{Time: 30, Held: 1}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
+			GPUs:    []sim.Sample{{Time: 30, Held: 1}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
+			Waiting: []sim.Waiting{{Time: 30, Jobs: 1}, {Time: 300, Jobs: 0}},
 			Events: []sim.PodEvent{
 				{Time: 30, Job: "job2", Pod: "job2-ps-0", Kind: "bound", Node: "gpu-0"},
 				{Time: 30, Job: "job2", Pod: "job2-worker-0", Kind: "bound", Node: "gpu-0"},
@@ -294,8 +297,20 @@ func TestPlotSVG(t *testing.T) {
 	if err := xmlWellFormed(out.Bytes()); err != nil {
 		t.Errorf("SVG is not XML: %v", err)
 	}
-	if !strings.Contains(out.String(), "GPUs in use: tiny") {
-		t.Errorf("SVG lacks its title")
+	// Two panels per comparison: GPUs in use, then jobs waiting.
+	for _, title := range []string{"GPUs in use: tiny", "Jobs waiting (submitted, not started): tiny"} {
+		if n := strings.Count(out.String(), title); n != 2 {
+			t.Errorf("SVG has %d panels titled %q, want 2", n, title)
+		}
+	}
+}
+
+// The waiting series is a step function extended to the end of the axis.
+func TestWaitingSeries(t *testing.T) {
+	got := waitingSeries([]sim.Waiting{{Time: 30, Jobs: 1}, {Time: 60, Jobs: 3}, {Time: 300, Jobs: 0}}, 900)
+	want := plotter.XYs{{X: 30, Y: 1}, {X: 60, Y: 3}, {X: 300, Y: 0}, {X: 900, Y: 0}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("series (-want +got):\n%s", d)
 	}
 }
 

@@ -129,6 +129,13 @@ type Sample struct {
 	Running, Held int64
 }
 
+// Waiting is a step of the number of jobs waiting: submitted and not
+// started, or restarted and not started again.
+type Waiting struct {
+	Time int64
+	Jobs int
+}
+
 // PodEvent is one change of one member, recorded when Options.Record is set.
 type PodEvent struct {
 	Time int64
@@ -160,6 +167,8 @@ type Result struct {
 	Jobs    []JobOutcome
 	// GPUs is a step series of GPUs in use over virtual time.
 	GPUs []Sample
+	// Waiting is a step series of the jobs waiting over virtual time.
+	Waiting []Waiting
 	// Events is the per-member timeline, when Options.Record is set.
 	Events []PodEvent
 }

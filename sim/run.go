@@ -181,6 +181,7 @@ func run(w *workload.Workload, name string, sched cycler, gopt gangOptions, opt 
 		Metrics: metrics(s, jobs, end, last),
 		Jobs:    jobs,
 		GPUs:    s.samples,
+		Waiting: s.waitingSamples,
 		Events:  s.events,
 	}, nil
 }

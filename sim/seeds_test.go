@@ -162,6 +162,9 @@ func TestDeadlockPodByPod(t *testing.T) {
 	if got := r.GPUs[len(r.GPUs)-1]; got.Held != 4 || got.Running != 0 {
 		t.Errorf("last sample %+v, want 4 held, 0 running", got)
 	}
+	if d := cmp.Diff([]Waiting{{0, 2}}, r.Waiting); d != "" {
+		t.Errorf("waiting jobs (-want +got):\n%s", d)
+	}
 	// The run ends at 0, its last event, with 4 GPUs held forever: they
 	// count as idle for the 600 s either job would have run.
 	if m.HeldIdleAtEnd != 4 || m.WastedGPUSeconds != 4*600 {
@@ -191,6 +194,10 @@ func TestDeadlockGang(t *testing.T) {
 			}
 			if r.Metrics.StuckJobs != 0 || r.Metrics.JobsCompleted != 2 {
 				t.Errorf("metrics %+v", r.Metrics)
+			}
+			// b waits from 0 to 600.
+			if d := cmp.Diff([]Waiting{{0, 1}, {600, 0}}, r.Waiting); d != "" {
+				t.Errorf("waiting jobs (-want +got):\n%s", d)
 			}
 		})
 	}

@@ -142,8 +142,12 @@ type state struct {
 	running, held int64
 	// queueRunning is running by queue (state.snap.Queues' order), and
 	// queueSamples its step series, for the windowed fairness.
-	queueRunning     []int64
-	queueSamples     []queueSample
+	queueRunning []int64
+	queueSamples []queueSample
+	// waiting counts the jobs submitted and not started (again, after a
+	// restart); waitingSamples is its step series.
+	waiting          int
+	waitingSamples   []Waiting
 	queueSampled     []int64
 	lastCompletion   int64
 	completed        int
@@ -287,6 +291,7 @@ func (s *state) joinPool(p *workload.NodePool) error {
 // nodeSelector on workload.GPUModelLabel, through one pointer shared by all
 // of its tasks that have no constraints of their own.
 func (s *state) materialise(j *job) {
+	s.waiting++
 	j.members = make([]member, 0, j.spec.Members())
 	var modelOnly *core.Constraints // the job's GPU model and nothing else
 	for t := range j.spec.Tasks {
@@ -401,6 +406,7 @@ func (s *state) bind(j *job, m int, n int32) bool {
 }
 
 func (s *state) startJob(j *job) {
+	s.waiting--
 	j.start = s.now
 	j.finish = s.now + j.spec.Duration
 	j.estEnd = s.now + j.estimate
@@ -471,6 +477,7 @@ func (s *state) evict(j *job, m int, why string) {
 // placed members terminate too, and it waits to start from scratch, its run
 // so far lost.
 func (s *state) restart(j *job) {
+	s.waiting++
 	for m := range j.members {
 		if j.members[m].state == memberPlaced {
 			s.evict(j, m, "its job restarts")
@@ -570,6 +577,13 @@ func (s *state) event(j *job, m *member, kind, reason string) {
 // running GPUs of each queue.
 func (s *state) sample() {
 	s.sampleQueues()
+	if n := len(s.waitingSamples); n == 0 || s.waitingSamples[n-1].Jobs != s.waiting {
+		if n > 0 && s.waitingSamples[n-1].Time == s.now {
+			s.waitingSamples[n-1].Jobs = s.waiting
+		} else {
+			s.waitingSamples = append(s.waitingSamples, Waiting{Time: s.now, Jobs: s.waiting})
+		}
+	}
 	n := len(s.samples)
 	if n > 0 && s.samples[n-1].Running == s.running && s.samples[n-1].Held == s.held {
 		return

@@ -31,6 +31,7 @@ func commands() []command {
 	return []command{
 		{"simulate", "compare scheduling policies on built-in scenarios, a scenario file or a GPU trace", runSimulate, simulateUsage},
 		{"scheduler", "run as a secondary Kubernetes scheduler (gang scheduling for pods that name it)", runScheduler, schedulerUsage},
+		{"gen-trace", "write a synthetic GPU cluster trace (seeded; light or overloaded) for simulate --trace", runGenTrace, genTraceUsage},
 		{"status", "show queues and waiting gangs, and why a gang waits, as the scheduler wrote them into the API", runStatus, statusUsage},
 		{"version", "print the version, commit and build date", runVersion, versionUsage},
 	}
