@@ -19,7 +19,7 @@ build:
 # The README's test command: formatting, a tidy go.mod, vet, every unit, golden and
 # simulator test, and the race detector over the packages that run
 # goroutines.
-test: fmt-check tidy-check vet verify-generate unit race e2e
+test: fmt-check tidy-check vet verify-generate unit race chart-test e2e
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -43,6 +43,15 @@ race:
 .PHONY: e2e
 e2e:
 	hack/test-e2e.sh
+
+# The Helm chart (charts/phalanx): helm lint, and helm template with default and other values
+# checked by test/chart. helm is built from the module proxy the first time (hack/helm.sh).
+.PHONY: chart-test
+chart-test:
+	@helm=$$(hack/helm.sh) && \
+	$$helm lint --strict charts/phalanx && \
+	$$helm lint --strict charts/phalanx --set grafanaDashboard.enabled=true,createNamespace=true && \
+	PHALANX_HELM=$$helm $(GO) test -count=1 -tags chart ./test/chart
 
 # Benchmarks print figures; they assert nothing about time.
 bench:
@@ -75,8 +84,19 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 	$(CONTROLLER_GEN) crd:crdVersions=v1 paths=./apis/... output:crd:dir=deploy/crds
 	GO=$(GO) hack/update-codegen.sh
+	$(MAKE) chart-files
+
+# The Helm chart renders copies of the CRDs and of the Grafana dashboard (a chart cannot read
+# files outside its folder); they are made here, never edited in charts/.
+CHART_FILES := charts/phalanx/files
+.PHONY: chart-files
+chart-files:
+	rm -f $(CHART_FILES)/crds/*.yaml
+	mkdir -p $(CHART_FILES)/crds
+	cp deploy/crds/*.yaml $(CHART_FILES)/crds/
+	cp deploy/grafana/phalanx-dashboard.json $(CHART_FILES)/
 
 verify-generate: generate
-	@git diff --exit-code -- apis deploy/crds client || { echo "generated files are stale: run make generate"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- apis deploy/crds client); \
+	@git diff --exit-code -- apis deploy/crds client $(CHART_FILES) || { echo "generated files are stale: run make generate"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- apis deploy/crds client $(CHART_FILES)); \
 	if [ -n "$$untracked" ]; then echo "generated files not committed: $$untracked"; exit 1; fi
