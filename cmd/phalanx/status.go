@@ -32,10 +32,12 @@ What the scheduler wrote into the API, read back:
 
   queues   each Queue: weight, state, gangs pending and running, what its bound
            pods hold and what it deserves (its fair share)
-  gangs    each PodGroup, by queue and arrival: phase, members running of the
-           minimum, how long it has waited, and why (its Unschedulable condition;
-           with a reservation, when it is expected to start)
-  explain  one PodGroup: its spec, status, conditions and latest Events
+  gangs    each PodGroup, by queue and place in it: its position among the
+           queue's waiting gangs, phase, members running of the minimum, how
+           long it has waited, when it is expected to start (the scheduler's
+           forecast), and why it waits (its Unschedulable condition)
+  explain  one PodGroup: its spec, status, position and expected start,
+           conditions and latest Events
 
 Gangs defined only by pod labels (no PodGroup object) are not listed; their
 pods' PodScheduled condition says why they wait.
@@ -152,13 +154,17 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 		if qa, qb := queueOf(a), queueOf(b); qa != qb {
 			return qa < qb
 		}
+		// Waiting gangs in their queue's order, then the others.
+		if pa, pb := positionKey(a), positionKey(b); pa != pb {
+			return pa < pb
+		}
 		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 			return a.CreationTimestamp.Before(&b.CreationTimestamp)
 		}
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tNAME\tQUEUE\tPHASE\tRUNNING/MIN\tWAITING\tREASON\tEXPECTED START\tMESSAGE")
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tQUEUE\tPOSITION\tPHASE\tRUNNING/MIN\tWAITING\tREASON\tEXPECTED START\tMESSAGE")
 	for i := range pgs {
 		pg := &pgs[i]
 		phase := string(pg.Status.Phase)
@@ -176,7 +182,14 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 		if cond := meta.FindStatusCondition(conds, v1alpha1.PodGroupReserved); cond != nil && cond.Status == metav1.ConditionTrue {
 			start = cond.Message
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), phase,
+		if t := pg.Status.ExpectedStartTime; t != nil {
+			start = startText(c.now, t.Time)
+		}
+		position := "-"
+		if p := pg.Status.QueuePosition; p > 0 {
+			position = fmt.Sprint(p)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), position, phase,
 			pg.Status.Running, pg.Spec.MinMember, waiting, reason, start, oneLine(message, 100))
 	}
 	return w.Flush()
@@ -211,6 +224,12 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 		phase = "not yet written by the scheduler"
 	}
 	fmt.Fprintf(out, "Phase: %s (members: %d pending, %d running, %d succeeded, %d failed)\n", phase, st.Pending, st.Running, st.Succeeded, st.Failed)
+	switch {
+	case st.QueuePosition > 0 && st.ExpectedStartTime != nil:
+		fmt.Fprintf(out, "Queue position: %d; expected start: %s\n", st.QueuePosition, startText(c.now, st.ExpectedStartTime.Time))
+	case st.QueuePosition > 0:
+		fmt.Fprintf(out, "Queue position: %d; expected start: not within the scheduler's forecast (running gangs without an estimated run time never end in it)\n", st.QueuePosition)
+	}
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(out, "Conditions:")
 		for _, cond := range st.Conditions {
@@ -234,6 +253,24 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 		}
 	}
 	return nil
+}
+
+// positionKey orders a queue's waiting gangs by their place in it, before
+// the gangs that have none.
+func positionKey(pg *v1alpha1.PodGroup) int64 {
+	if p := pg.Status.QueuePosition; p > 0 {
+		return int64(p)
+	}
+	return 1 << 32
+}
+
+// startText is an expected start as a time of day and how far ahead it is.
+func startText(now, t time.Time) string {
+	at := t.UTC().Format(time.RFC3339)
+	if d := t.Sub(now).Round(time.Second); d > 0 {
+		return fmt.Sprintf("%s (in %s)", at, d)
+	}
+	return at + " (due)"
 }
 
 // queueOf is the queue a PodGroup names, the default one if none.

@@ -20,7 +20,7 @@ func statusFixture() statusClients {
 	at := func(secs int64) metav1.Time { return metav1.Unix(secs, 0) }
 	waiting := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big", CreationTimestamp: at(10000 - 3600)},
 		Spec: v1alpha1.PodGroupSpec{MinMember: 8, Queue: "research", MinResources: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("64")}},
-		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 8, Conditions: []metav1.Condition{
+		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 8, QueuePosition: 1, ExpectedStartTime: ptrTime(at(10000 + 1500)), Conditions: []metav1.Condition{
 			{Type: v1alpha1.PodGroupScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", LastTransitionTime: at(9000)},
 			{Type: v1alpha1.PodGroupUnschedulable, Status: metav1.ConditionTrue, Reason: "Unschedulable",
 				Message: "0/4 nodes can hold a member:\n 4 have too few nvidia.com/gpu", LastTransitionTime: at(9000)},
@@ -30,6 +30,11 @@ func statusFixture() statusClients {
 		Spec: v1alpha1.PodGroupSpec{MinMember: 2},
 		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupRunning, Running: 2, Conditions: []metav1.Condition{
 			{Type: v1alpha1.PodGroupScheduled, Status: metav1.ConditionTrue, Reason: "Scheduled", Message: "2/2 members bound", LastTransitionTime: at(5010)}}}}
+	// Older than big, but second in the queue (a lower priority, say), and
+	// not forecast to start.
+	behind := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "behind", CreationTimestamp: at(10000 - 7200)},
+		Spec:   v1alpha1.PodGroupSpec{MinMember: 1, Queue: "research"},
+		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 1, QueuePosition: 2}}
 	research := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: v1alpha1.QueueSpec{Weight: 3},
 		Status: v1alpha1.QueueStatus{Pending: 1, Allocated: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), corev1.ResourceCPU: resource.MustParse("32")},
 			Deserved: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("24")}}}
@@ -37,7 +42,7 @@ func statusFixture() statusClients {
 	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big.1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "PodGroup", Namespace: "team-a", Name: "big"},
 		Type:           corev1.EventTypeWarning, Reason: "Unschedulable", Message: "gang big waits: 0/4 nodes can hold a member", LastTimestamp: at(9000)}
-	return statusClients{kube: fake.NewClientset(event), client: phalanxfake.NewSimpleClientset(waiting, running, research, def), now: now}
+	return statusClients{kube: fake.NewClientset(event), client: phalanxfake.NewSimpleClientset(waiting, behind, running, research, def), now: now}
 }
 
 func TestStatusQueues(t *testing.T) {
@@ -61,15 +66,16 @@ func TestStatusGangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("want a header and two gangs, got:\n%s", out.String())
+	if len(lines) != 4 {
+		t.Fatalf("want a header and three gangs, got:\n%s", out.String())
 	}
-	// By queue: default's gang first, then research's.
+	// By queue: default's gang first, then research's in their order.
 	for i, want := range [][]string{
-		{"NAMESPACE", "NAME", "QUEUE", "PHASE", "RUNNING/MIN", "WAITING", "REASON", "EXPECTED START", "MESSAGE"},
-		{"team-b", "small", "default", "Running", "2/2", " - "},
-		{"team-a", "big", "research", "Pending", "0/8", "1h0m0s", "Unschedulable", "expected to start in 25m0s, on 4 reserved nodes",
+		{"NAMESPACE", "NAME", "QUEUE", "POSITION", "PHASE", "RUNNING/MIN", "WAITING", "REASON", "EXPECTED START", "MESSAGE"},
+		{"team-b", "small", "default", " - ", "Running", "2/2", " - "},
+		{"team-a", "big", "research", " 1 ", "Pending", "0/8", "1h0m0s", "Unschedulable", "1970-01-01T03:11:40Z (in 25m0s)",
 			"0/4 nodes can hold a member: 4 have too few nvidia.com/gpu"},
+		{"team-a", "behind", "research", " 2 ", "Pending", "2h0m0s"},
 	} {
 		for _, field := range want {
 			if !strings.Contains(lines[i], field) {
@@ -95,6 +101,7 @@ func TestStatusExplain(t *testing.T) {
 		"PodGroup team-a/big, queue research, created 1h0m0s ago",
 		"minMember 8, minResources nvidia.com/gpu=64",
 		"Phase: Pending (members: 8 pending, 0 running, 0 succeeded, 0 failed)",
+		"Queue position: 1; expected start: 1970-01-01T03:11:40Z (in 25m0s)",
 		"Unschedulable=True  Unschedulable, for 16m40s: 0/4 nodes can hold a member",
 		"Reserved=True  Reserved, for 8m20s: expected to start in 25m0s",
 		"16m40s ago  Warning  Unschedulable  gang big waits",
@@ -115,3 +122,5 @@ func TestStatusUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }
