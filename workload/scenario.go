@@ -48,7 +48,8 @@ package workload
 //
 // Amounts are Kubernetes quantities ("500m", "4", "16Gi"); times are Go
 // durations ("90s", "10m", "2h") or integer seconds. Unknown fields are
-// errors, so that a typo is never silently ignored.
+// errors, so that a typo is never silently ignored. docs/scenarios.md
+// documents every field (TestScenariosDocNamesEveryField keeps it so).
 
 import (
 	"cmp"
