@@ -82,10 +82,12 @@ func TestStatusCommand(t *testing.T) {
 			fitsLine = l
 		}
 	}
-	if f := fields(fitsLine); len(f) < 6 || f[2] != queue || f[3] != "Running" || f[4] != "1/1" || f[5] != "-" {
+	// Columns: namespace, name, queue, position (none: this scheduler does
+	// not forecast), phase, running/min, waiting, reason.
+	if f := fields(fitsLine); len(f) < 7 || f[2] != queue || f[3] != "-" || f[4] != "Running" || f[5] != "1/1" || f[6] != "-" {
 		t.Errorf("gangs: the running gang's line is %q", fitsLine)
 	}
-	if f := fields(bigLine); len(f) < 7 || f[2] != queue || f[3] != "Inqueue" || f[4] != "0/3" || f[6] != "Unschedulable" ||
+	if f := fields(bigLine); len(f) < 8 || f[2] != queue || f[4] != "Inqueue" || f[5] != "0/3" || f[7] != "Unschedulable" ||
 		!strings.Contains(bigLine, "nvidia.com/gpu") {
 		t.Errorf("gangs: the waiting gang's line is %q", bigLine)
 	}
