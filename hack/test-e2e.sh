@@ -12,6 +12,8 @@
 #   GO                        the go command [go]
 #   PHALANX_OPERATORS_DIR     the real job operators and their CRDs for test/e2e/operators_test.go
 #                             [built by hack/operators/build.sh, cached in .cache/operators]
+#   PHALANX_HELM              the helm binary for test/e2e/helm_test.go [built by hack/helm.sh,
+#                             cached in .cache/helm]
 # On a fresh machine the first run builds the Kubernetes binaries (~10-20 min on 2 cores) and
 # the job operators (hack/operators/build.sh, see its header for the time).
 set -euo pipefail
@@ -33,6 +35,10 @@ if [[ -z ${PHALANX_OPERATORS_DIR:-} ]]; then
 fi
 export PHALANX_OPERATORS_DIR
 echo "test-e2e: operators in $PHALANX_OPERATORS_DIR" >&2
+if [[ -z ${PHALANX_HELM:-} ]]; then
+  PHALANX_HELM=$(hack/helm.sh)
+fi
+export PHALANX_HELM
 
 down() { hack/local-cluster.sh down || true; }
 trap down EXIT
