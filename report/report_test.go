@@ -85,11 +85,12 @@ func tinyComparison() Comparison {
 
 func TestWriteJSON(t *testing.T) {
 	var out bytes.Buffer
-	if err := WriteJSON(&out, []Comparison{tinyComparison()}); err != nil {
+	in := &Inputs{Source: "scenario tiny.yaml", Policies: []string{"phalanx", "pod-by-pod"}, Options: map[string]string{"reserve-after": "1h0m0s"}}
+	if err := WriteJSON(&out, in, []Comparison{tinyComparison()}); err != nil {
 		t.Fatal(err)
 	}
 	dec := json.NewDecoder(&out)
-	var got map[string][]map[string]any
+	var got map[string]any
 	if err := dec.Decode(&got); err != nil {
 		t.Fatalf("output is not a JSON object: %v\n%s", err, out.String())
 	}
@@ -108,7 +109,19 @@ func TestWriteJSON(t *testing.T) {
 			"member_failures": 0.0, "mean_replacement_wait_s": nil, "max_replacement_wait_s": nil,
 		}
 	}
-	want := map[string][]map[string]any{"results": {row("phalanx", 0), row("pod-by-pod", 270)}}
+	want := map[string]any{
+		// The inputs echoed: what was asked, and the cluster each input
+		// states (2 nodes of 1 GPU, one queue, one job).
+		"source":   "scenario tiny.yaml",
+		"policies": []any{"phalanx", "pod-by-pod"},
+		"options":  map[string]any{"reserve-after": "1h0m0s"},
+		"inputs": []any{map[string]any{
+			"input": "tiny", "nodes": 2.0, "gpus": 2.0, "jobs": 1.0, "topology": []any{},
+			"pools":  []any{map[string]any{"name": "gpu", "count": 2.0, "at_s": 0.0, "allocatable": map[string]any{"cpu": 4000.0, workload.GPU: 1.0}}},
+			"queues": []any{map[string]any{"name": "default", "weight": 1.0}},
+		}},
+		"results": []any{row("phalanx", 0), row("pod-by-pod", 270)},
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON (-want +got):\n%s", diff)
 	}
@@ -126,7 +139,7 @@ func TestWriteJSONKeepsMetricsKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := WriteJSON(&out, []Comparison{tinyComparison()}); err != nil {
+	if err := WriteJSON(&out, nil, []Comparison{tinyComparison()}); err != nil {
 		t.Fatal(err)
 	}
 	var got struct{ Results []map[string]any }

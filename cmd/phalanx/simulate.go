@@ -32,6 +32,9 @@ type simulateConfig struct {
 	policies        []string
 	output          string // "table" or "json"
 	plot            string // "" for no plot
+	jobsOut         string // "" for no per-job records
+	// options is every flag by name as it applied, for --output json.
+	options map[string]string
 	// opt is what every run gets (Record and Progress are set per run).
 	opt sim.Options
 }
@@ -39,6 +42,7 @@ type simulateConfig struct {
 // simulateFlags binds the flags of `phalanx simulate` to raw values.
 type simulateFlags struct {
 	trace, scenario, policy, output, plot string
+	jobsOut                               string
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
 	reserveAfter                          time.Duration
@@ -52,7 +56,7 @@ type simulateFlags struct {
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot"}
+	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -88,13 +92,14 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"PhalanxConfiguration `FILE` whose scheduling section, shared with phalanx scheduler, sets these flags; flags given here win")
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
 	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
-	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use over time into `FILE` (.svg or .png)")
+	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use and jobs waiting over time into `FILE` (.svg or .png)")
+	fs.StringVar(&f.jobsOut, "jobs-out", "", "also write a CSV record per job and policy into `FILE` (times, state, wait, completion time, preemptions)")
 	return fs
 }
 
 func simulateUsage(out io.Writer) {
 	fmt.Fprint(out, `Usage:
-  phalanx simulate [--policy LIST] [--output table|json] [--plot FILE.svg]
+  phalanx simulate [--policy LIST] [--output table|json] [--plot FILE.svg] [--jobs-out FILE.csv]
   phalanx simulate --scenario FILE.yaml [flags]
   phalanx simulate --trace FILE.csv --nodes N --gpus-per-node K [--max-jobs M] [--nodes-per-rack R] [--queue-weights W] [flags]
 
@@ -162,7 +167,9 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 
-	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot}
+	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot, jobsOut: f.jobsOut,
+		options: map[string]string{}}
+	fs.VisitAll(func(fl *flag.Flag) { cfg.options[fl.Name] = fl.Value.String() })
 	for _, d := range []struct {
 		name  string
 		value time.Duration
@@ -233,12 +240,44 @@ func parseSimulate(args []string) (simulateConfig, error) {
 			return cfg, usagef("--plot %q: the file name must end in .svg or .png", f.plot)
 		}
 	}
+	if set["plot"] && f.plot == "" || set["jobs-out"] && f.jobsOut == "" {
+		return cfg, usagef("--plot and --jobs-out need a file name")
+	}
+	if f.plot != "" && filepath.Clean(f.plot) == filepath.Clean(f.jobsOut) {
+		return cfg, usagef("--plot and --jobs-out name the same file %q", f.plot)
+	}
 	return cfg, nil
 }
 
+// outputs returns the files cfg writes besides stdout.
+func (cfg simulateConfig) outputs() []string {
+	var out []string
+	for _, path := range []string{cfg.plot, cfg.jobsOut} {
+		if path != "" {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// source says what cfg simulates, for --output json.
+func (cfg simulateConfig) source() string {
+	switch {
+	case cfg.trace != "":
+		return "trace " + cfg.trace
+	case cfg.scenario != "":
+		return "scenario " + cfg.scenario
+	}
+	return "built-in"
+}
+
 // writable checks, before a run that may take minutes, that a file can be
-// created at path: its folder exists and takes new files.
+// created at path: it is not a folder, its folder exists and takes new
+// files.
 func writable(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a folder", path)
+	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -327,8 +366,8 @@ func readInputs(cfg simulateConfig) ([]input, error) {
 
 // simulate runs cfg, writing reports to stdout and progress to stderr.
 func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
-	if cfg.plot != "" {
-		if err := writable(cfg.plot); err != nil {
+	for _, path := range cfg.outputs() {
+		if err := writable(path); err != nil {
 			return err
 		}
 	}
@@ -345,7 +384,8 @@ func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
 		cs = append(cs, c)
 	}
 	if cfg.output == "json" {
-		if err := report.WriteJSON(stdout, cs); err != nil {
+		in := &report.Inputs{Source: cfg.source(), Policies: cfg.policies, Options: cfg.options}
+		if err := report.WriteJSON(stdout, in, cs); err != nil {
 			return err
 		}
 	} else {
@@ -363,7 +403,15 @@ func simulate(cfg simulateConfig, stdout, stderr io.Writer) error {
 			return err
 		}
 		if cfg.output != "json" {
-			fmt.Fprintf(stdout, "\nGPUs in use over time: %s\n", cfg.plot)
+			fmt.Fprintf(stdout, "\nGPUs in use and jobs waiting over time: %s\n", cfg.plot)
+		}
+	}
+	if cfg.jobsOut != "" {
+		if err := report.WriteJobsFile(cfg.jobsOut, cs); err != nil {
+			return err
+		}
+		if cfg.output != "json" {
+			fmt.Fprintf(stdout, "Per-job records: %s\n", cfg.jobsOut)
 		}
 	}
 	return nil

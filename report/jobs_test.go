@@ -1,0 +1,44 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/phalanx-sched/phalanx/sim"
+)
+
+// One record per job and policy; a job that never started has no start,
+// end, wait or completion time (empty cells, not 0), and its reason keeps
+// its commas.
+func TestWriteJobsCSV(t *testing.T) {
+	c := Comparison{Workload: tinyWorkload(), Results: []*sim.Result{{
+		Policy: "pod-by-pod",
+		Jobs: []sim.JobOutcome{
+			{ID: "a", Queue: "q1", GPUs: 2, Submit: 30, Start: 300, Finish: 900, Duration: 600, State: sim.JobCompleted,
+				Placed: 3, Members: 3, GPUSeconds: 1800, Preemptions: 1},
+			{ID: "b", Queue: "q2", GPUs: 4, Submit: 60, Start: -1, Finish: -1, Duration: 100, State: sim.JobStuck,
+				Placed: 2, Members: 4, Reason: "2/4 pods placed; 2 pending: no node has 1 nvidia.com/gpu, 4 cpu free"},
+		},
+	}}}
+	var out bytes.Buffer
+	if err := WriteJobsCSV(&out, []Comparison{c}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatalf("not CSV: %v", err)
+	}
+	want := [][]string{
+		JobColumns,
+		// wait 300 - 30, jct 900 - 30.
+		{"tiny", "pod-by-pod", "a", "q1", "2", "3", "3", "30", "300", "900", "600", "Completed", "270", "870", "1", "1800", ""},
+		{"tiny", "pod-by-pod", "b", "q2", "4", "4", "2", "60", "", "", "100", "Stuck", "", "", "0", "0",
+			"2/4 pods placed; 2 pending: no node has 1 nvidia.com/gpu, 4 cpu free"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("records (-want +got):\n%s", d)
+	}
+}
