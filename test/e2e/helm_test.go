@@ -67,9 +67,13 @@ func TestHelm(t *testing.T) {
 	e := newEnv(t)
 	ctx := e.ctx
 	home := t.TempDir()
+	// What the release leaves goes; the namespace stays (nothing here would finish deleting it:
+	// there is no namespace controller), so that another run installs into it again.
 	t.Cleanup(func() {
+		ctx := context.Background()
 		_, _ = helmCmd(t, home, "uninstall", helmRelease, "--namespace", helmNamespace, "--ignore-not-found")
-		_ = kube.CoreV1().Namespaces().Delete(context.Background(), helmNamespace, metav1.DeleteOptions{})
+		_ = kube.CoordinationV1().Leases(helmNamespace).Delete(ctx, helmRelease+"-scheduler", metav1.DeleteOptions{})
+		_ = kube.CoreV1().ConfigMaps(helmNamespace).Delete(ctx, "phalanx-state-phalanx", metav1.DeleteOptions{})
 	})
 
 	// The suite installed the CRDs from deploy/crds; the release adopts them, as a cluster moving
