@@ -84,6 +84,30 @@ func TestInvariants(t *testing.T) {
 			if policy != PolicyPodByPod && last.Held != 0 {
 				t.Errorf("seed %d %s: gang policy holds %d GPUs at the end", seed, policy, last.Held)
 			}
+			m := r.Metrics
+			if m.HeldIdleAtEnd != last.Held {
+				t.Errorf("seed %d %s: %d GPUs held idle at the end, the last sample holds %d", seed, policy, m.HeldIdleAtEnd, last.Held)
+			}
+			// Windowed fairness: scores in [0, 1], the worst window no
+			// better than the mean; waiting jobs never negative, none left
+			// at the end but those that never started.
+			if mean, worst := Value(m.FairnessMean), Value(m.FairnessWorst); !(0 <= worst && worst <= mean && mean <= 1) {
+				t.Errorf("seed %d %s: fairness mean %v, worst %v", seed, policy, mean, worst)
+			}
+			never := 0
+			for _, o := range r.Jobs {
+				if o.Start < 0 {
+					never++
+				}
+			}
+			for _, x := range r.Waiting {
+				if x.Jobs < 0 {
+					t.Errorf("seed %d %s: %d jobs waiting at %d s", seed, policy, x.Jobs, x.Time)
+				}
+			}
+			if n := r.Waiting[len(r.Waiting)-1].Jobs; n != never {
+				t.Errorf("seed %d %s: %d jobs waiting at the end, %d never started", seed, policy, n, never)
+			}
 		}
 	}
 }
