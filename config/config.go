@@ -41,6 +41,20 @@ const (
 	Kind       = "PhalanxConfiguration"
 )
 
+// Defaults of the scheduling section that both commands' flags take
+// (TestSharedFlagDefaults checks that they do). The simulator's Options
+// resolve their zero values to the same (sim.Default*).
+const (
+	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
+	// runs before it may be preempted within its queue, or reclaimed by
+	// another queue (docs/evaluation.md says how they were chosen).
+	DefaultPreemptMinRuntime = time.Hour
+	DefaultReclaimMinRuntime = time.Hour
+	// DefaultWeighLoss: an eviction must not lose more run time than it
+	// gains.
+	DefaultWeighLoss = true
+)
+
 // Configuration is the file.
 type Configuration struct {
 	APIVersion string `json:"apiVersion"`
@@ -72,6 +86,18 @@ type Scheduling struct {
 	// ReclaimYoungerOnly: reclaim only from gangs that arrived later
 	// (--reclaim-younger-only).
 	ReclaimYoungerOnly *bool `json:"reclaimYoungerOnly,omitempty"`
+	// PreemptMinRuntime: how long a gang runs before a gang of higher
+	// priority in its queue may preempt it (--preempt-min-runtime); a
+	// Queue's preemptMinRuntimeSeconds overrides it.
+	PreemptMinRuntime *Duration `json:"preemptMinRuntime,omitempty"`
+	// ReclaimMinRuntime: how long a gang runs before another queue may
+	// reclaim its room (--reclaim-min-runtime); a Queue's
+	// reclaimMinRuntimeSeconds overrides it.
+	ReclaimMinRuntime *Duration `json:"reclaimMinRuntime,omitempty"`
+	// WeighLoss: refuse an eviction whose victims would lose more GPU time
+	// than the preemptor gains by starting before their estimated ends
+	// (--weigh-loss).
+	WeighLoss *bool `json:"weighLoss,omitempty"`
 	// HoldFailedMember: how long a failed member's room is kept for its
 	// replacement (--hold-failed-member).
 	HoldFailedMember *Duration `json:"holdFailedMember,omitempty"`
@@ -221,6 +247,9 @@ func (c *Configuration) FlagValues(command string) []FlagValue {
 	boolean("preemption", "scheduling.preemption", s.Preemption)
 	dur("reclaim-after", "scheduling.reclaimAfter", s.ReclaimAfter)
 	boolean("reclaim-younger-only", "scheduling.reclaimYoungerOnly", s.ReclaimYoungerOnly)
+	dur("preempt-min-runtime", "scheduling.preemptMinRuntime", s.PreemptMinRuntime)
+	dur("reclaim-min-runtime", "scheduling.reclaimMinRuntime", s.ReclaimMinRuntime)
+	boolean("weigh-loss", "scheduling.weighLoss", s.WeighLoss)
 	dur("hold-failed-member", "scheduling.holdFailedMember", s.HoldFailedMember)
 	if command != "scheduler" {
 		return out

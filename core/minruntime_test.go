@@ -113,6 +113,20 @@ func TestWeighLoss(t *testing.T) {
 	if len(plan.Evictions) != 0 {
 		t.Errorf("a victim about to end is evicted: %v", victims(plan))
 	}
+	// Room that frees anyway bounds the gain: with 8 GPUs released at
+	// 130, claim would start 30 s later without evicting (gain 240, loss
+	// 320); released at 200, it gains 800.
+	for _, tc := range []struct {
+		at    int64
+		evict bool
+	}{{130, false}, {200, true}} {
+		s := snap(1000)
+		s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: tc.at, Queue: "a"}}
+		plan, _ = runAt(t, s, cfg, 100)
+		if got := len(plan.Evictions) > 0; got != tc.evict {
+			t.Errorf("release at %d: evictions %v, want some: %v", tc.at, victims(plan), tc.evict)
+		}
+	}
 	// Without estimates nothing is weighed.
 	plan, _ = runAt(t, snap(0), cfg, 100)
 	if diff := cmp.Diff([]string{"a-new/a-new-0"}, victims(plan)); diff != "" {

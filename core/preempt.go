@@ -49,9 +49,12 @@ import (
 //     (trying at most the 32 most expensive).
 //   - With Config.WeighLoss, the set is evicted only if the run time its
 //     members lose (accelerator-seconds, as the ranking counts it) is at
-//     most what the preemptor gains: its accelerators times the time until
-//     the last victim is expected to end, which is at most how much sooner
-//     it starts. A set with a member of unknown estimate is not weighed.
+//     most what the preemptor gains: its accelerators times how much sooner
+//     it starts. It would have started by the time the last victim is
+//     expected to end, and not before enough accelerators are free in the
+//     whole cluster (free now, plus the releases expected by then): the
+//     earlier of the two bounds the gain. A set with a member of unknown
+//     estimate is not weighed.
 //   - Nothing is evicted unless the trial placement succeeded: the preemptor
 //     is known to fit once its victims are gone. Its placement is held for
 //     it (Plan.Holds) while they terminate, and what the victims still use
@@ -166,6 +169,11 @@ type preemption struct {
 	listed [][]uint32
 	gen    uint32
 	failed failedPreemptions
+	// releaseAt and released, made on first use by paysOff: the times of
+	// the snapshot's releases with a known time, ascending, and the
+	// accelerators freed by each time, cumulated.
+	releaseAt, released []int64
+	releasesSorted      bool
 	// terminating counts members being evicted by earlier cycles.
 	terminating int
 
@@ -211,6 +219,7 @@ func (p *preemption) release(pool *sync.Pool) {
 	p.units, p.listed, p.freed = p.units[:0], p.listed[:0], p.freed[:0]
 	p.slab = unitSlab{units: p.slab.units[:0], members: p.slab.members[:0], sibs: p.slab.sibs[:0]}
 	p.gen, p.terminating = 0, 0
+	p.releaseAt, p.released, p.releasesSorted = p.releaseAt[:0], p.released[:0], false
 	pool.Put(p)
 }
 
@@ -553,7 +562,7 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 		}
 		return 1
 	}
-	var lost, rate, end int64
+	var lost, rate, end, freedAccel int64
 	for _, u := range chosen {
 		if u.run.Estimate <= 0 {
 			return true // unknown end: nothing to weigh against
@@ -569,15 +578,25 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 			if m.Start <= c.now {
 				rate += w
 			}
+			if gpu >= 0 {
+				freedAccel += m.Request[gpu]
+			}
 			end = max(end, m.Start+u.run.Estimate)
 		}
 	}
 	if lost == 0 {
 		return true
 	}
-	var accel int64
+	var accel, wantAccel int64
 	for i := range members {
 		accel += weight(members[i].Request)
+		if gpu >= 0 {
+			wantAccel += members[i].Request[gpu]
+		}
+	}
+	if wantAccel > 0 {
+		// Free now without the victims, the chosen being freed in the index.
+		end = min(end, p.enoughFreeAt(c, c.x.total[gpu]-freedAccel, wantAccel))
 	}
 	ahead := max(end-c.now, 0)
 	if lost > accel*ahead {
@@ -586,6 +605,38 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 	// lost + rate*d > accel*(ahead-d) from d = (accel*ahead-lost)/(rate+accel) on.
 	c.changesAt(c.now + (accel*ahead-lost)/(rate+accel) + 1)
 	return true
+}
+
+// enoughFreeAt returns the first time at which free accelerators plus those
+// of the releases expected by then (Snapshot.Releases with a known time)
+// reach want, or math.MaxInt64 if they never do.
+func (p *preemption) enoughFreeAt(c *cycle, free, want int64) int64 {
+	if free >= want {
+		return c.now
+	}
+	if !p.releasesSorted {
+		p.releasesSorted = true
+		gpu := c.x.gpu
+		type rel struct{ at, n int64 }
+		var rs []rel
+		for _, r := range c.snap.Releases {
+			if r.At > 0 && r.Amount[gpu] > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) && !c.snap.Nodes[r.Node].Unschedulable {
+				rs = append(rs, rel{max(r.At, c.now), r.Amount[gpu]})
+			}
+		}
+		slices.SortFunc(rs, func(a, b rel) int { return cmp.Compare(a.at, b.at) })
+		var sum int64
+		for _, r := range rs {
+			sum += r.n
+			p.releaseAt = append(p.releaseAt, r.at)
+			p.released = append(p.released, sum)
+		}
+	}
+	k := sort.Search(len(p.released), func(i int) bool { return free+p.released[i] >= want })
+	if k == len(p.released) {
+		return math.MaxInt64
+	}
+	return p.releaseAt[k]
 }
 
 // trial reports whether the minimum of g fits now, leaving nothing placed.

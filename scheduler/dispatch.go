@@ -187,6 +187,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		last     *verdict
 		admitted bool
 		why      string
+		forecast forecastEntry
 	}
 	var todo []work
 	for key, v := range views {
@@ -212,7 +213,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		if v.podGroup != nil {
 			admitted, why = s.admitted(v, queues[v.queue], cluster, last)
 		}
-		shown := published{view: v, admitted: admitted, why: why}
+		shown := published{view: v, admitted: admitted, why: why, forecast: s.forecastOf(key, last, now.Unix())}
 		if last != nil {
 			shown.verdict, shown.hasVerdict = *last, true
 		}
@@ -220,7 +221,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			continue
 		}
 		s.published[key] = shown
-		todo = append(todo, work{key, v, last, admitted, why})
+		todo = append(todo, work{key, v, last, admitted, why, shown.forecast})
 	}
 	slices.SortFunc(todo, func(a, b work) int { return strings.Compare(a.key, b.key) })
 	for _, w := range todo {
@@ -243,6 +244,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			continue
 		}
 		desired := podGroupStatus(v.podGroup.Status, v, last, admitted, now)
+		withForecast(&desired, w.forecast, v.bound < v.minMember)
 		if prev, ok := s.written.podGroups[key]; (ok && !statusChanged(prev, desired)) || (!ok && !statusChanged(v.podGroup.Status, desired)) {
 			continue
 		}
@@ -497,6 +499,7 @@ type published struct {
 	hasVerdict bool
 	admitted   bool
 	why        string
+	forecast   forecastEntry
 }
 
 // markPods sets PodScheduled=False with the gang's verdict on its waiting

@@ -26,6 +26,9 @@ type Metrics struct {
 	// PodEventsSkipped counts Events about single pods not written because
 	// of Options.PodEventQPS.
 	PodEventsSkipped prometheus.Counter
+	// ForecastDuration observes how long each forecast of the waiting
+	// gangs' starts took (forecast.go).
+	ForecastDuration prometheus.Histogram
 
 	// Per queue, after each cycle: gangs waiting for their minimum and
 	// gangs at it, and what the queue's bound pods request, by resource
@@ -56,6 +59,11 @@ func NewMetrics() *Metrics {
 		}),
 		GangsScheduled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "phalanx_gangs_scheduled_total", Help: "Gangs that reached minMember in a cycle."}),
+		ForecastDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "phalanx_forecast_duration_seconds",
+			Help:    "Time to forecast every waiting gang's start and place in its queue, off the cycle.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
 		PodsBound: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "phalanx_pods_bound_total", Help: "Pods bound through the binding subresource."}),
 		BindErrors: prometheus.NewCounter(prometheus.CounterOpts{
@@ -100,7 +108,7 @@ func NewMetrics() *Metrics {
 			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
-		m.UnreadableObjects, m.PodEventsSkipped,
+		m.UnreadableObjects, m.PodEventsSkipped, m.ForecastDuration,
 		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueEvictedPods, m.QueueGPUSecondsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

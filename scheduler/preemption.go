@@ -178,6 +178,9 @@ func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
 // victims; bind in flight are left out (they cannot be evicted yet).
 func (s *Store) running(g *gangInfo, v *gangView, order []string, now int64) (core.Running, bool) {
 	r := core.Running{Gang: g.key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember, Arrival: v.arrival}
+	if !v.estimateFromHistory {
+		r.Estimate = v.estimate // a declared estimate; a guess from the queue's history is not weighed
+	}
 	for _, p := range g.members {
 		if !p.holds() || p.assumed {
 			continue

@@ -72,6 +72,17 @@ type Options struct {
 	// ReclaimAfter is how long a gang waits before it may reclaim from
 	// queues over their share; 0: at once. Whole seconds.
 	ReclaimAfter time.Duration
+	// PreemptMinRuntime and ReclaimMinRuntime are how long a gang runs
+	// before it may be preempted within its queue, or reclaimed by another
+	// queue; a Queue's preemptMinRuntimeSeconds and reclaimMinRuntimeSeconds
+	// override them for its gangs. 0: no minimum. Whole seconds; a
+	// fraction rounds up.
+	PreemptMinRuntime, ReclaimMinRuntime time.Duration
+	// WeighLoss refuses an eviction whose victims lose more GPU time than
+	// the preemptor gains by starting before their estimated ends
+	// (core.Config.WeighLoss); gangs without a declared estimate are not
+	// weighed.
+	WeighLoss bool
 	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
 	// reclaiming gang.
 	ReclaimYoungerOnly bool
@@ -113,6 +124,21 @@ type Options struct {
 	// evictions and failed binds are never skipped.
 	PodEventQPS   float64
 	PodEventBurst int
+	// ForecastPeriod, when > 0, is how often the scheduler forecasts when
+	// each waiting gang starts and its place in its queue
+	// (status.expectedStartTime, status.queuePosition; forecast.go), at
+	// most; 0 forecasts nothing. ForecastHorizon is how far ahead it looks;
+	// 0 means core.DefaultForecastHorizon.
+	ForecastPeriod, ForecastHorizon time.Duration
+}
+
+// seconds is d in whole seconds, a fraction rounded up.
+func seconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
 }
 
 // Validate reports the first option that is out of range, named as the
@@ -127,6 +153,10 @@ func (o *Options) Validate() error {
 		{"--hold-failed-member", o.HoldFailedMember},
 		{"--partial-gang-timeout", o.PartialGangTimeout},
 		{"--reclaim-after", o.ReclaimAfter},
+		{"--forecast-period", o.ForecastPeriod},
+		{"--forecast-horizon", o.ForecastHorizon},
+		{"--preempt-min-runtime", o.PreemptMinRuntime},
+		{"--reclaim-min-runtime", o.ReclaimMinRuntime},
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s %v is negative", d.flag, d.value)
@@ -215,6 +245,9 @@ type Scheduler struct {
 	// first found admitted, by gang key (awaitingPods).
 	inqueueSince map[string]int64
 	inflight     sync.WaitGroup
+	// fc: the latest forecast, and whether one runs (forecast.go); owned
+	// by the loop goroutine.
+	fc forecastState
 }
 
 // New builds a scheduler. Nothing runs until Run.
@@ -235,7 +268,8 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	}
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
 		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly,
-		Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
+		PreemptMinRuntime: seconds(opts.PreemptMinRuntime), ReclaimMinRuntime: seconds(opts.ReclaimMinRuntime),
+		WeighLoss: opts.WeighLoss, Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
@@ -243,7 +277,8 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 		metrics = NewMetrics()
 	}
 	store := NewStore(opts.SchedulerNames)
-	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0, opts.Now
+	// Releases are in the snapshot for reservations and forecasts.
+	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0 || opts.ForecastPeriod > 0, opts.Now
 	store.preempting, store.holdFailed = opts.Preemption, int64(opts.HoldFailedMember/time.Second)
 	var state string
 	if opts.StateNamespace != "" {
@@ -444,4 +479,5 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	}
 	s.publish(ctx, snap, views, metav1.NewTime(start))
 	s.saveState()
+	s.maybeForecast(ctx, snap, start)
 }

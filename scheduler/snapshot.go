@@ -360,11 +360,25 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 {
 			cq.ReserveAfter = int64(*r)
 		}
+		cq.PreemptMinRuntime = minRuntime(q.Spec.PreemptMinRuntimeSeconds)
+		cq.ReclaimMinRuntime = minRuntime(q.Spec.ReclaimMinRuntimeSeconds)
 		snap.Queues = append(snap.Queues, cq)
 	}
 	// Last: converting queue limits may have registered a resource.
 	snap.Resources = s.res.names
 	return snap, views
+}
+
+// minRuntime is a Queue's minimum run time as core.Queue has it: unset, 0
+// (the scheduler's applies); 0, -1 (none).
+func minRuntime(s *int32) int64 {
+	switch {
+	case s == nil:
+		return 0
+	case *s <= 0:
+		return -1
+	}
+	return int64(*s)
 }
 
 // reservations reports whether a cycle may reserve nodes, and so needs the

@@ -73,7 +73,8 @@ type Store struct {
 	gpuModelLabel string
 	// reserving: the scheduler reserves nodes for gangs that waited past
 	// --reserve-after, so snapshots carry the releases of running members
-	// (they also do when a Queue sets reserveAfterSeconds).
+	// (they also do when a Queue sets reserveAfterSeconds, and for the
+	// forecast of the waiting gangs' starts).
 	reserving bool
 	// preempting: snapshots carry the running members of our gangs, the
 	// core's candidate victims (preemption.go).

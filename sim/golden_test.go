@@ -70,7 +70,13 @@ func TestGoldenScenarios(t *testing.T) {
 func renderGolden(t *testing.T, w *workload.Workload) string {
 	var b strings.Builder
 	for _, policy := range Policies {
-		r, err := Run(w, policy, Options{Record: true})
+		// Preemption as it was when the scenarios were written: their
+		// preemptions happen minutes after the victims start, to show the
+		// mechanism, and the minimum run time would keep them from
+		// happening at all (TestMinRuntimeDelaysPreemption shows it).
+		opt := oldDefaults
+		opt.Record = true
+		r, err := Run(w, policy, opt)
 		if err != nil {
 			t.Fatalf("%s: %v", policy, err)
 		}

@@ -42,7 +42,7 @@ func TestPhillyFiguresGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Run(w, PolicyPhalanx, Options{})
+	r, err := Run(w, PolicyPhalanx, oldDefaults)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +54,12 @@ func TestPhillyFiguresGolden(t *testing.T) {
 		t.Errorf("%s: %v; the figures must not change", phillyGolden, err)
 	}
 }
+
+// oldDefaults are the phalanx policy's defaults when phillyGolden was
+// written: no minimum run time before a gang is preempted or reclaimed, and
+// evictions not weighed against what they gain. The golden file checks
+// that the simulator's speed-ups changed nothing, so it runs them.
+var oldDefaults = Options{PreemptMinRuntime: -1, ReclaimMinRuntime: -1, NoWeighLoss: true}
 
 // goldenNulls are the keys for which the golden file, written when a figure
 // over no sample was 0, has 0 where Metrics now has null.

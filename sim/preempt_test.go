@@ -44,13 +44,13 @@ func TestPreemptionRestartsVictim(t *testing.T) {
 		gangs, members int
 		lost           float64
 	}{
-		{"default grace period", Options{},
+		{"default grace period", oldDefaults,
 			map[string]span{"low": {2430, 6030}, "high": {630, 2430}}, 1, 2, 8 * 600},
-		{"longer grace period", Options{GracePeriod: 120},
+		{"longer grace period", Options{GracePeriod: 120, PreemptMinRuntime: -1},
 			map[string]span{"low": {2520, 6120}, "high": {720, 2520}}, 1, 2, 8 * 600},
 		// No grace: the victims leave at once and a second cycle at 10m
 		// places the preemptor.
-		{"no grace period", Options{GracePeriod: -1},
+		{"no grace period", Options{GracePeriod: -1, PreemptMinRuntime: -1},
 			map[string]span{"low": {2400, 6000}, "high": {600, 2400}}, 1, 2, 8 * 600},
 		{"preemption off", Options{NoPreemption: true},
 			map[string]span{"low": {0, 3600}, "high": {3600, 5400}}, 0, 0, 0},
@@ -87,7 +87,9 @@ func TestPreemptionEvictsElasticMember(t *testing.T) {
 		job("elastic", at(0), runs(3600), minMember(1), task("w", 2, gpus(4))).
 		job("urgent", at(600), runs(600), priority(10), task("w", 1, gpus(4))).
 		build()
-	r := runWith(t, w, PolicyPhalanx, Options{Record: true})
+	opt := oldDefaults // elastic has run 10 minutes
+	opt.Record = true
+	r := runWith(t, w, PolicyPhalanx, opt)
 	want := map[string]span{"elastic": {0, 3600}, "urgent": {630, 1230}}
 	if d := cmp.Diff(want, spans(r)); d != "" {
 		t.Errorf("spans (-want +got):\n%s", d)
@@ -116,7 +118,9 @@ func TestPreemptionEvictsElasticMember(t *testing.T) {
 // takes it back; prod, not reclaimable, keeps its GPUs.
 func TestReclaimWithoutPingPong(t *testing.T) {
 	w := readGolden(t, "reclaim")
-	r := runWith(t, w, PolicyPhalanx, Options{Record: true})
+	opt := oldDefaults // the scenario reclaims minutes after its victims start
+	opt.Record = true
+	r := runWith(t, w, PolicyPhalanx, opt)
 	got := spans(r)
 	want := map[string]span{
 		// When b-1 ends, a's shorter job a-3 goes first; a-1 restarts after.
@@ -145,7 +149,7 @@ func TestReclaimWithoutPingPong(t *testing.T) {
 	for i := range open.Queues {
 		open.Queues[i].NoReclaim = false
 	}
-	if got := spans(runWith(t, &open, PolicyPhalanx, Options{}))["b-2"]; got.Start != 18600+DefaultGracePeriod {
+	if got := spans(runWith(t, &open, PolicyPhalanx, oldDefaults))["b-2"]; got.Start != 18600+DefaultGracePeriod {
 		t.Errorf("with prod reclaimable b-2 starts at %d s, want %d", got.Start, 18600+DefaultGracePeriod)
 	}
 }
@@ -246,7 +250,8 @@ func TestRunningAndHoldsInSnapshots(t *testing.T) {
 	}
 	var oneGPU core.Vector
 	oneGPU[core.FirstExtended] = 1 // the workload's only extended resource
-	wantAt100 := []core.Running{{Gang: "victim", Queue: "default", MinMember: 2, Members: []core.Placed{
+	// Its estimate is its duration, 1000 s (exact estimates).
+	wantAt100 := []core.Running{{Gang: "victim", Queue: "default", MinMember: 2, Estimate: 1000, Members: []core.Placed{
 		{Name: "victim-w-0", Node: 0, Request: oneGPU, Start: 0},
 		{Name: "victim-w-1", Node: 1, Request: oneGPU, Start: 0},
 	}}}

@@ -40,6 +40,15 @@ type Options struct {
 	// ReclaimYoungerOnly, for the phalanx policy, reclaims only from gangs
 	// that arrived after the reclaiming gang.
 	ReclaimYoungerOnly bool
+	// PreemptMinRuntime and ReclaimMinRuntime, for the phalanx policy, are
+	// how long a gang runs before it may be preempted within its queue or
+	// reclaimed by another (seconds; 0: DefaultPreemptMinRuntime and
+	// DefaultReclaimMinRuntime; < 0: no minimum).
+	PreemptMinRuntime, ReclaimMinRuntime int64
+	// NoWeighLoss, for the phalanx policy, evicts even when the victims
+	// lose more run time than the preemptor gains (core.Config.WeighLoss,
+	// on by default).
+	NoWeighLoss bool
 	// GracePeriod is how long an evicted member keeps its node before it is
 	// freed (seconds; 0: DefaultGracePeriod; < 0: freed at once).
 	GracePeriod int64
@@ -64,6 +73,12 @@ const (
 	// policy may reclaim from other queues: none, as the scheduler's
 	// default.
 	DefaultReclaimAfter = 0
+	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime are how long a
+	// gang of the phalanx policy runs before it may be preempted or
+	// reclaimed, as the scheduler's defaults (config.DefaultPreemptMinRuntime
+	// and config.DefaultReclaimMinRuntime).
+	DefaultPreemptMinRuntime = 3600
+	DefaultReclaimMinRuntime = 3600
 	// DefaultGracePeriod is how long an evicted member terminates, as
 	// Kubernetes' default terminationGracePeriodSeconds.
 	DefaultGracePeriod = 30
@@ -119,6 +134,9 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		cfg.Preemption = !opt.NoPreemption
 		cfg.ReclaimAfter = max(orDefault(opt.ReclaimAfter, DefaultReclaimAfter), 0)
 		cfg.ReclaimYoungerOnly = opt.ReclaimYoungerOnly
+		cfg.PreemptMinRuntime = orDefault(opt.PreemptMinRuntime, DefaultPreemptMinRuntime)
+		cfg.ReclaimMinRuntime = orDefault(opt.ReclaimMinRuntime, DefaultReclaimMinRuntime)
+		cfg.WeighLoss = !opt.NoWeighLoss
 		if cfg.ReserveAfter > 0 {
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
 		}

@@ -679,7 +679,7 @@ func (s *state) runningGangs(dst []core.Running, placed []core.Placed) ([]core.R
 		j := &s.jobs[ji]
 		n := j.onNodes
 		dst = append(dst, core.Running{Gang: j.spec.ID, Queue: j.spec.Queue, Priority: j.spec.Priority,
-			MinMember: j.spec.MinMember, Arrival: j.spec.Submit, Members: placed[k : k+n : k+n]})
+			MinMember: j.spec.MinMember, Arrival: j.spec.Submit, Estimate: j.estimate, Members: placed[k : k+n : k+n]})
 		k += n
 	}
 	return dst, placed

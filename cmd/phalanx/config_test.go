@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/phalanx-sched/phalanx/config"
+	"github.com/phalanx-sched/phalanx/sim"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -25,10 +26,11 @@ func TestSharedFlagDefaults(t *testing.T) {
 	d := &config.Duration{Duration: time.Minute}
 	n := 1
 	c := config.Configuration{Scheduling: config.Scheduling{ReserveAfter: d, Reservations: &n, ShortestFirst: all(true),
-		Preemption: all(true), ReclaimAfter: d, ReclaimYoungerOnly: all(true), HoldFailedMember: d}}
+		Preemption: all(true), ReclaimAfter: d, ReclaimYoungerOnly: all(true), HoldFailedMember: d,
+		PreemptMinRuntime: d, ReclaimMinRuntime: d, WeighLoss: all(true)}}
 	shared := c.FlagValues("simulate")
-	if len(shared) != 7 {
-		t.Fatalf("%d shared settings listed, want the 7 of Scheduling", len(shared))
+	if len(shared) != 10 {
+		t.Fatalf("%d shared settings listed, want the 10 of Scheduling", len(shared))
 	}
 	for _, v := range shared {
 		a, b := sched.Lookup(v.Flag), simu.Lookup(v.Flag)
@@ -38,6 +40,23 @@ func TestSharedFlagDefaults(t *testing.T) {
 		}
 		if a.DefValue != b.DefValue {
 			t.Errorf("--%s defaults to %s in phalanx scheduler and %s in phalanx simulate", v.Flag, a.DefValue, b.DefValue)
+		}
+	}
+}
+
+// TestSimulatorDefaults: the simulator's Options resolve their zero values
+// to the defaults of the configuration, so that sim.Run with Options{}
+// (the golden tests, the benchmarks) is what the commands run by default.
+func TestSimulatorDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		sim, conf time.Duration
+	}{
+		{"preempt-min-runtime", sim.DefaultPreemptMinRuntime * time.Second, config.DefaultPreemptMinRuntime},
+		{"reclaim-min-runtime", sim.DefaultReclaimMinRuntime * time.Second, config.DefaultReclaimMinRuntime},
+	} {
+		if c.sim != c.conf {
+			t.Errorf("%s: sim's default %v, the configuration's %v", c.name, c.sim, c.conf)
 		}
 	}
 }

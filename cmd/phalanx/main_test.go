@@ -404,15 +404,20 @@ jobs:
 - {name: high, priority: 9, submit: 10m, duration: 10m, tasks: [{role: w, requests: {nvidia.com/gpu: 4}}]}
 `)
 	// Waits: high waits for the grace period, then low, restarted, for
-	// high's 10m; without preemption high waits for low's hour.
+	// high's 10m (and loses the 10m it ran); without preemption high waits
+	// for low's hour. By default low, which runs for 1h, is protected by
+	// the minimum run time of 1h until it ends.
 	tests := []struct {
 		args            []string
 		preempted, wait float64 // wait: the mean of high's and low's
 	}{
-		{nil, 1, (30 + 630 + 600) / 2},
-		{[]string{"--preemption=false"}, 0, 3000 / 2},
-		{[]string{"--grace-period", "2m"}, 1, (120 + 720 + 600) / 2},
-		{[]string{"--grace-period", "0"}, 1, (0 + 600 + 600) / 2},
+		{nil, 0, 3000 / 2},
+		{[]string{"--preempt-min-runtime", "10m"}, 1, (30 + 630 + 600) / 2},
+		{[]string{"--preempt-min-runtime", "0", "--preemption=false"}, 0, 3000 / 2},
+		{[]string{"--preempt-min-runtime", "0", "--grace-period", "2m"}, 1, (120 + 720 + 600) / 2},
+		{[]string{"--preempt-min-runtime", "0", "--grace-period", "0"}, 1, (0 + 600 + 600) / 2},
+		// Reclaim's minimum does not apply within a queue.
+		{[]string{"--preempt-min-runtime", "0", "--reclaim-min-runtime", "2h"}, 1, (30 + 630 + 600) / 2},
 	}
 	for _, tc := range tests {
 		args := append([]string{"simulate", "--scenario", scenario, "--policy", "phalanx", "--output", "json"}, tc.args...)

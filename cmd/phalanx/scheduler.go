@@ -19,6 +19,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
+	"github.com/phalanx-sched/phalanx/config"
 	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -71,6 +72,9 @@ type schedulerFlags struct {
 	partialTimeout  time.Duration
 	reclaimAfter    time.Duration
 	reclaimYounger  bool
+	preemptMin      time.Duration
+	reclaimMin      time.Duration
+	weighLoss       bool
 }
 
 // labelKeys is a comma-separated list of node label keys.
@@ -148,6 +152,15 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 		"a gang reclaims from queues over their share only once it has waited this long (0: at once)")
 	fs.BoolVar(&f.reclaimYounger, "reclaim-younger-only", false,
 		"a gang reclaims only from gangs that arrived after it (what younger gangs got ahead of it)")
+	fs.DurationVar(&f.preemptMin, "preempt-min-runtime", config.DefaultPreemptMinRuntime,
+		"a gang is preempted within its queue only once it has run this long (0: at once); a Queue's\n"+
+			"preemptMinRuntimeSeconds overrides it")
+	fs.DurationVar(&f.reclaimMin, "reclaim-min-runtime", config.DefaultReclaimMinRuntime,
+		"a gang is reclaimed from by another queue only once it has run this long (0: at once); a Queue's\n"+
+			"reclaimMinRuntimeSeconds overrides it")
+	fs.BoolVar(&f.weighLoss, "weigh-loss", config.DefaultWeighLoss,
+		"evict only when the victims lose no more GPU time than the preemptor gains by starting before their\n"+
+			"estimated ends (gangs without a declared estimate are not weighed)")
 	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
 		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")
 	fs.DurationVar(&f.holdFailed, "hold-failed-member", 5*time.Minute,
@@ -339,6 +352,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		BindWorkers: f.bindWorkers, GPU: f.gpu, Dynamic: dyn, ReserveAfter: f.reserveAfter, Topology: f.topology,
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
+		PreemptMinRuntime: f.preemptMin, ReclaimMinRuntime: f.reclaimMin, WeighLoss: f.weighLoss,
 		Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
 		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
 		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst}, kube, client, metrics, recorder)

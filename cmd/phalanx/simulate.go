@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/config"
 	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/report"
 	"github.com/phalanx-sched/phalanx/sim"
@@ -50,13 +51,15 @@ type simulateFlags struct {
 	preemption, reclaimYoungerOnly        bool
 	shortestFirst                         bool
 	gracePeriod, holdFailed, reclaimAfter time.Duration
+	preemptMinRuntime, reclaimMinRuntime  time.Duration
+	weighLoss                             bool
 	estimateError, queueWeights           string
 	config                                string
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot", "jobs-out"}
+	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -82,6 +85,12 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx lets a gang reclaim from queues over their share only once it has waited `D` (0: at once)")
 	fs.BoolVar(&f.reclaimYoungerOnly, "reclaim-younger-only", false,
 		"phalanx reclaims only from gangs that arrived after the reclaiming gang (what younger gangs got ahead of it)")
+	fs.DurationVar(&f.preemptMinRuntime, "preempt-min-runtime", config.DefaultPreemptMinRuntime,
+		"phalanx preempts a gang within its queue only once it has run `D` (0: at once)")
+	fs.DurationVar(&f.reclaimMinRuntime, "reclaim-min-runtime", config.DefaultReclaimMinRuntime,
+		"phalanx reclaims from a gang of another queue only once it has run `D` (0: at once)")
+	fs.BoolVar(&f.weighLoss, "weigh-loss", config.DefaultWeighLoss,
+		"phalanx evicts only when the victims lose no more GPU time than the preemptor gains by starting before their estimated ends")
 	fs.DurationVar(&f.gracePeriod, "grace-period", sim.DefaultGracePeriod*time.Second,
 		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
 	fs.DurationVar(&f.holdFailed, "hold-failed", sim.DefaultHoldFailed*time.Second,
@@ -179,6 +188,8 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		{"grace-period", f.gracePeriod, &cfg.opt.GracePeriod},
 		{"hold-failed", f.holdFailed, &cfg.opt.HoldFailed},
 		{"reclaim-after", f.reclaimAfter, &cfg.opt.ReclaimAfter},
+		{"preempt-min-runtime", f.preemptMinRuntime, &cfg.opt.PreemptMinRuntime},
+		{"reclaim-min-runtime", f.reclaimMinRuntime, &cfg.opt.ReclaimMinRuntime},
 	} {
 		if d.value < 0 {
 			return cfg, usagef("--%s must not be negative", d.name)
@@ -198,6 +209,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	}
 	cfg.opt.Reservations = f.reservations
 	cfg.opt.ReclaimYoungerOnly = f.reclaimYoungerOnly
+	cfg.opt.NoWeighLoss = !f.weighLoss
 	ee, err := sim.ParseEstimateError(f.estimateError)
 	if err != nil {
 		return cfg, usagef("--estimate-error: %s", strings.TrimPrefix(err.Error(), "sim: "))

@@ -1,0 +1,142 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Every waiting gang's place in its queue and expected start
+// (status.queuePosition, status.expectedStartTime), as Slurm's
+// squeue --start gives them for jobs.
+//
+// At most once per Options.ForecastPeriod, after a cycle, the loop hands
+// that cycle's snapshot to a goroutine that runs core.Forecast over it:
+// the core's own cycle run forward in virtual time (core/forecast.go). The
+// core never modifies a snapshot, and the store builds each snapshot
+// afresh (a gang's cached parts are replaced, never changed in place), so
+// the goroutine reads it while the loop goes on binding: the forecast
+// never delays a cycle. Only one forecast runs at a time. Its result comes
+// back to the loop through the inbox, like any change, and the next cycle's
+// publish writes the statuses that differ, through the status writer with
+// every other status (coalesced per object, rate-limited).
+//
+// To keep writes few, a gang's expected start is rewritten only when it
+// moves by more than forecastSlack: a minute, or a sixteenth of the time
+// left until it, which is the core's own precision. A reserved gang's
+// expected start is its reservation's, computed every cycle (the forecast
+// agrees with it to within that precision).
+
+// forecastStep is the least time between two cycles of a forecast
+// (core.ForecastOptions.Step).
+const forecastStep = 60
+
+// forecastEntry is what the latest forecast says of one gang.
+type forecastEntry struct {
+	position int32
+	start    int64 // Unix seconds; 0: not forecast to start
+}
+
+// forecastState is the loop's side of the forecast.
+type forecastState struct {
+	running bool
+	next    time.Time
+	byGang  map[string]forecastEntry
+}
+
+// maybeForecast starts a forecast over snap, the snapshot of the cycle of
+// time now, if the period has passed since the previous one started and
+// none is running. Loop goroutine only.
+func (s *Scheduler) maybeForecast(ctx context.Context, snap *core.Snapshot, now time.Time) {
+	if s.opts.ForecastPeriod <= 0 || s.fc.running || now.Before(s.fc.next) {
+		return
+	}
+	s.fc.running, s.fc.next = true, now.Add(s.opts.ForecastPeriod)
+	opts := core.ForecastOptions{Horizon: int64(s.opts.ForecastHorizon / time.Second), Step: forecastStep}
+	s.inflight.Add(1)
+	go func() {
+		defer s.inflight.Done()
+		began := time.Now()
+		f := s.core.Forecast(snap, now.Unix(), opts)
+		took := time.Since(began)
+		s.send(ctx, func() {
+			s.fc.running = false
+			s.applyForecast(f, now.Unix())
+			s.metrics.ForecastDuration.Observe(took.Seconds())
+		})
+	}()
+}
+
+// applyForecast keeps the forecast f, computed at time at, for the next
+// publish. Loop goroutine only.
+func (s *Scheduler) applyForecast(f core.Forecast, at int64) {
+	// The gangs the forecast starts at its own time are those the cycle
+	// whose snapshot it read placed: they run now, and the gangs behind
+	// them in their queue move up.
+	byQueue := map[string][]core.GangForecast{}
+	for _, g := range f.Gangs {
+		if !g.Starts || g.Start > at {
+			byQueue[g.Queue] = append(byQueue[g.Queue], g)
+		}
+	}
+	next := make(map[string]forecastEntry, len(f.Gangs))
+	for _, gangs := range byQueue {
+		slices.SortFunc(gangs, func(a, b core.GangForecast) int { return cmp.Compare(a.Position, b.Position) })
+		for i, g := range gangs {
+			e := forecastEntry{position: int32(min(i+1, math.MaxInt32))}
+			if g.Starts {
+				e.start = g.Start
+			}
+			if old, ok := s.fc.byGang[g.Gang]; ok && old.start != 0 && e.start != 0 && abs(e.start-old.start) <= forecastSlack(e.start-at) {
+				e.start = old.start
+			}
+			next[g.Gang] = e
+		}
+	}
+	s.fc.byGang = next
+}
+
+// forecastSlack is how far an expected start that lies left seconds ahead
+// may move without being rewritten.
+func forecastSlack(left int64) int64 { return max(60, left/16) }
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// forecastOf is what the status of gang key shows: its place in its queue
+// and its expected start, if it waits. A reserved gang's expected start is
+// its reservation's while that lies ahead.
+func (s *Scheduler) forecastOf(key string, last *verdict, now int64) forecastEntry {
+	e, ok := s.fc.byGang[key]
+	if !ok {
+		return forecastEntry{}
+	}
+	if last != nil && last.reserved && last.resv.start > now {
+		e.start = last.resv.start
+	}
+	return e
+}
+
+// withForecast sets the forecast fields of st from e, or clears them when
+// the gang does not wait.
+func withForecast(st *v1alpha1.PodGroupStatus, e forecastEntry, waiting bool) {
+	st.QueuePosition, st.ExpectedStartTime = 0, nil
+	if !waiting {
+		return
+	}
+	st.QueuePosition = e.position
+	if e.start != 0 {
+		t := metav1.NewTime(time.Unix(e.start, 0))
+		st.ExpectedStartTime = &t
+	}
+}
