@@ -51,6 +51,7 @@ chart-test:
 	@helm=$$(hack/helm.sh) && \
 	$$helm lint --strict charts/phalanx && \
 	$$helm lint --strict charts/phalanx --set grafanaDashboard.enabled=true,createNamespace=true && \
+	$(GO) vet -tags chart ./test/chart && \
 	PHALANX_HELM=$$helm $(GO) test -count=1 -tags chart ./test/chart
 
 # Benchmarks print figures; they assert nothing about time.
