@@ -44,7 +44,7 @@ func tinyResults() []*sim.Result {
 			Policy: "phalanx",
 			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: fig(870), P50JCT: fig(870), P99JCT: fig(870),
 				MeanWait: fig(270), P99Wait: fig(270), GPUUtilization: fig(0.5), Makespan: fig(870),
-				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessWindow: 87},
+				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessLeastServed: fig(1), FairnessWindow: 87},
 			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
 				State: sim.JobCompleted, Placed: 3, Members: 3}},
 			GPUs:    []sim.Sample{{Time: 30}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
@@ -59,7 +59,7 @@ func tinyResults() []*sim.Result {
 			Policy: "pod-by-pod",
 			Metrics: sim.Metrics{JobsTotal: 1, JobsCompleted: 1, MeanJCT: fig(870), P50JCT: fig(870), P99JCT: fig(870),
 				MeanWait: fig(270), P99Wait: fig(270), GPUUtilization: fig(0.5), WastedGPUSeconds: 270, Makespan: fig(870),
-				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessWindow: 87},
+				FairnessMean: fig(1), FairnessWorst: fig(1), FairnessLeastServed: fig(1), FairnessWindow: 87},
 			Jobs: []sim.JobOutcome{{ID: "job2", Queue: "default", GPUs: 2, Submit: 30, Start: 300, Finish: 900,
 				State: sim.JobCompleted, Placed: 3, Members: 3}},
 			GPUs:    []sim.Sample{{Time: 30, Held: 1}, {Time: 300, Running: 2, Held: 2}, {Time: 900}},
@@ -104,7 +104,7 @@ func TestWriteJSON(t *testing.T) {
 			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
 			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": nil,
 			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "held_idle_at_end_gpus": 0.0, "makespan_s": 870.0,
-			"fairness_mean": 1.0, "fairness_worst": 1.0, "fairness_window_s": 87.0,
+			"fairness_mean": 1.0, "fairness_worst": 1.0, "fairness_least_served": 1.0, "fairness_window_s": 87.0,
 			"rack_locality": nil, "preempted_gangs": 0.0, "evicted_members": 0.0, "preemption_lost_gpu_s": 0.0,
 			"member_failures": 0.0, "mean_replacement_wait_s": nil, "max_replacement_wait_s": nil,
 		}
@@ -379,7 +379,7 @@ func TestTableNoCompletedJob(t *testing.T) {
 	c := tinyComparison()
 	m := &c.Results[1].Metrics
 	m.JobsCompleted, m.MeanJCT, m.P50JCT, m.P99JCT = 0, nil, nil, nil
-	m.MeanWait, m.P99Wait, m.FairnessMean, m.FairnessWorst = nil, nil, nil, nil
+	m.MeanWait, m.P99Wait, m.FairnessMean, m.FairnessWorst, m.FairnessLeastServed = nil, nil, nil, nil, nil
 	c.Results[0].Metrics.P99WaitBig = fig(60)
 	var out bytes.Buffer
 	if err := WriteTable(&out, c); err != nil {
@@ -387,7 +387,7 @@ func TestTableNoCompletedJob(t *testing.T) {
 	}
 	for _, label := range []string{"job completion time, mean", "job completion time, p50", "job completion time, p99",
 		"wait before start, mean", "wait before start, p99", "wait before start, p99 of 8+ GPU jobs",
-		"fairness by window, mean (worst); 1 = every queue got its share"} {
+		"fair share honoured per window, mean (worst); 1 = fair", "least-served queue's share of its due, mean"} {
 		var cells []string
 		for _, l := range strings.Split(out.String(), "\n") {
 			// Columns are apart by at least 3 spaces, words by one.

@@ -56,6 +56,15 @@ func fairness(m *sim.Metrics) string {
 	return fmt.Sprintf("%.2f (worst %.2f)", *m.FairnessMean, *m.FairnessWorst)
 }
 
+// ratio renders a figure in [0, 1] with two decimals, "—" when there is
+// none.
+func ratio(f *float64) string {
+	if f == nil {
+		return none
+	}
+	return fmt.Sprintf("%.2f", *f)
+}
+
 // windowLength renders the length of the fairness windows, "—" for none.
 func windowLength(s int64) string {
 	if s == 0 {
@@ -81,8 +90,9 @@ var metricRows = []metricRow{
 	{"GPU utilisation", func(m *sim.Metrics) string { return share(m.GPUUtilization) }},
 	{"GPU time held idle by incomplete gangs", heldIdle},
 	{"makespan", func(m *sim.Metrics) string { return duration(m.Makespan) }},
-	{"fairness by window, mean (worst); 1 = every queue got its share", fairness},
-	{"  fairness window", func(m *sim.Metrics) string { return windowLength(m.FairnessWindow) }},
+	{"fair share honoured per window, mean (worst); 1 = fair", fairness},
+	{"  least-served queue's share of its due, mean", func(m *sim.Metrics) string { return ratio(m.FairnessLeastServed) }},
+	{"  window", func(m *sim.Metrics) string { return windowLength(m.FairnessWindow) }},
 	{"preemptions (gangs that lost pods)", func(m *sim.Metrics) string { return count(m.PreemptedGangs) }},
 	{"  pods evicted", func(m *sim.Metrics) string { return count(m.EvictedMembers) }},
 	{"  GPU time lost (run time thrown away)", func(m *sim.Metrics) string { return gpuTime(m.PreemptionLostGPUSeconds) }},

@@ -20,14 +20,20 @@ func fairnessWindow(span int64) int64 {
 	return max(1, (span+9)/10)
 }
 
-// windowedFairness returns the mean and the least, over the windows of
-// length window that cut [from, end) where some queue deserved GPU time,
-// of the share of its deserved GPU time that the least served queue
-// received; nil, nil when there is no such window. What a queue deserves in
-// a window is its share of the GPU time received by all in that window.
-func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) (*float64, *float64) {
+// fairness is the windowed fairness of a run: the mean and the worst, over
+// the windows, of the share of the fair allocation honoured, and the mean of
+// the least-served queue's score; nil when no window counts.
+type fairness struct {
+	mean, worst, leastMean *float64
+}
+
+// windowedFairness computes the fairness over the windows of length window
+// that cut [from, end), counting those where some queue deserved GPU time
+// (see the top of metrics.go). What a queue deserves in a window is its
+// share of the GPU time received by all in that window.
+func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) fairness {
 	if end <= from || window <= 0 {
-		return nil, nil
+		return fairness{}
 	}
 	nq := len(s.snap.Queues)
 	nw := int((end - from + window - 1) / window)
@@ -97,7 +103,7 @@ func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) (*fl
 			}
 		}
 	}
-	var sum float64
+	var sum, sumLeast float64
 	worst := math.Inf(1)
 	counted := 0
 	caps := make([]float64, nq)
@@ -114,25 +120,30 @@ func windowedFairness(s *state, jobs []JobOutcome, from, end, window int64) (*fl
 			total += r
 		}
 		deserved := waterFill(float64(total), weights, caps)
-		score, any := 1.0, false
+		var honoured, due float64
+		least := 1.0
 		for q, d := range deserved {
 			if d <= 0 {
 				continue
 			}
-			any = true
-			score = min(score, float64(received[k][q])/d)
+			got := float64(received[k][q])
+			honoured += min(got, d)
+			due += d
+			least = min(least, got/d)
 		}
-		if !any {
+		if due == 0 {
 			continue
 		}
 		counted++
+		score := honoured / due
 		sum += score
+		sumLeast += least
 		worst = min(worst, score)
 	}
 	if counted == 0 {
-		return nil, nil
+		return fairness{}
 	}
-	return figure(sum / float64(counted)), figure(worst)
+	return fairness{mean: figure(sum / float64(counted)), worst: figure(worst), leastMean: figure(sumLeast / float64(counted))}
 }
 
 // waterFill deals capacity between parties by weight, none getting more than

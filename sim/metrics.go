@@ -19,7 +19,8 @@ package sim
 //     then; it never starts, so its GPUs are idle at least that long. The
 //     figure is a lower bound of a waste without end, and the report says
 //     so;
-//   - fairness_mean, fairness_worst: the windowed fairness. The window of
+//   - fairness_mean, fairness_worst, fairness_least_served: the windowed
+//     fairness. The window of
 //     the run is cut into windows of fairness_window_s seconds (one day, or
 //     a tenth of the run when it lasts less than ten days; the last window
 //     may be shorter). In each window every queue demands the GPU time of
@@ -30,12 +31,15 @@ package sim
 //     leaves dealt again to the others. The share is of what was received,
 //     not of the capacity: GPUs left idle are utilisation's business, and
 //     gangs come whole, so a lone queue could rarely use every GPU. A
-//     queue's score in a window is the GPU time its running jobs received
-//     over what it deserved, at most 1; the window's score is the least
-//     score of the queues that deserved anything. fairness_mean is the mean
-//     over the windows where some queue deserved anything, fairness_worst
-//     the least; both are nil when there is no such window (nothing ran).
-//     1 means that in every window every queue got at least its share of
+//     window's score is the share of the fair allocation honoured: the sum
+//     over queues of min(received, deserved) over the sum of deserved; a
+//     queue's own score is received over deserved, at most 1. Over the
+//     windows where some queue deserved anything, fairness_mean is the mean
+//     of the window scores, fairness_worst the least, and
+//     fairness_least_served the mean of the least queue score of each
+//     window (0 in a window where some queue that deserved GPU time got
+//     none); all are nil when there is no such window (nothing ran). 1
+//     means that in every window every queue got at least its share of
 //     what ran. A gang is indivisible, so over windows much shorter than the
 //     jobs a fair scheduler takes turns and scores below 1; longer runs
 //     have longer windows;
@@ -162,7 +166,8 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	}
 	if end > from {
 		m.FairnessWindow = fairnessWindow(end - from)
-		m.FairnessMean, m.FairnessWorst = windowedFairness(s, jobs, from, end, m.FairnessWindow)
+		f := windowedFairness(s, jobs, from, end, m.FairnessWindow)
+		m.FairnessMean, m.FairnessWorst, m.FairnessLeastServed = f.mean, f.worst, f.leastMean
 	}
 	m.RackLocality = rackLocality(s)
 	m.PreemptedGangs, m.EvictedMembers = s.preemptedGangs, s.evictedMembers

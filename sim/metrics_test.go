@@ -127,14 +127,16 @@ func TestMetricsByHand(t *testing.T) {
 		// Windows of 15 s (a tenth of 150 s); c is larger than the
 		// cluster and demands nothing. In each of the 6 windows of
 		// [0, 90) only a runs: 15 GPU-s received, qa demands 15 and qb 30,
-		// each deserves 7.5; qa receives 15, qb 0: score 0. In [90, 105)
-		// qa receives 1 x 10 and qb 2 x 5 (from 100): 20 dealt over
-		// demands 10 and 30 gives each 10: score 1. In the 3 windows of
-		// [105, 150) qb alone demands, deserves and receives 30: score 1.
-		// Mean 4 / 10.
-		FairnessWindow: 15,
-		FairnessMean:   figure(4.0 / 10),
-		FairnessWorst:  figure(0),
+		// each deserves 7.5; qa receives 15, qb 0: honoured (7.5 + 0) /
+		// 15 = 0.5, least-served 0. In [90, 105) qa receives 1 x 10 and qb
+		// 2 x 5 (from 100): 20 dealt over demands 10 and 30 gives each 10:
+		// 1 and 1. In the 3 windows of [105, 150) qb alone demands,
+		// deserves and receives 30: 1 and 1. Means (6 x 0.5 + 4) / 10 and
+		// 4 / 10.
+		FairnessWindow:      15,
+		FairnessMean:        figure(7.0 / 10),
+		FairnessWorst:       figure(0.5),
+		FairnessLeastServed: figure(4.0 / 10),
 	}
 	if d := cmp.Diff(want, r.Metrics); d != "" {
 		t.Errorf("metrics (-want +got):\n%s", d)

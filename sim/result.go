@@ -45,14 +45,17 @@ type Metrics struct {
 	// Makespan is from the first submission to the last completion.
 	Makespan *float64 `json:"makespan_s"`
 	// FairnessMean and FairnessWorst summarise the windowed fairness (see
-	// metrics.go): per window of FairnessWindow seconds, the share of its
-	// deserved GPU time that the least served queue received, a queue
-	// deserving its weighted share (water-filled by demand) of what all
-	// running jobs received in the window; their mean over the windows
-	// where anything ran, and the lowest. 1 is fair; nil when nothing ran.
-	FairnessMean   *float64 `json:"fairness_mean"`
-	FairnessWorst  *float64 `json:"fairness_worst"`
-	FairnessWindow int64    `json:"fairness_window_s"`
+	// metrics.go): per window of FairnessWindow seconds, each queue
+	// deserves its weighted share (water-filled by demand) of what all
+	// running jobs received in the window, and the window scores the share
+	// of those deserved GPU-seconds that the queues did receive; their mean
+	// over the windows where anything ran, and the lowest.
+	// FairnessLeastServed is the mean over the same windows of the least
+	// queue's received over deserved. 1 is fair; nil when nothing ran.
+	FairnessMean        *float64 `json:"fairness_mean"`
+	FairnessWorst       *float64 `json:"fairness_worst"`
+	FairnessLeastServed *float64 `json:"fairness_least_served"`
+	FairnessWindow      int64    `json:"fairness_window_s"`
 	// RackLocality is the share of started jobs placed on more than one node
 	// whose placed members all run in one rack (the narrowest level of
 	// Workload.Topology); nil when no started job spans nodes or the
