@@ -504,17 +504,80 @@ func TestConfigRollsPods(t *testing.T) {
 	}
 }
 
-// TestRefused: values the scheduler could not run with fail at template time, saying why.
+// TestRefused: values the scheduler could not run with fail at template time, saying why
+// (values.schema.json, or the templates).
 func TestRefused(t *testing.T) {
 	for _, tt := range []struct {
 		set, want string
 	}{
 		{"leaderElection.enabled=false", "replicas > 1 needs leaderElection.enabled"},
-		{"config.schedulng.reservations=3", "config.schedulng"},
+		{"config.schedulng.reservations=3", "'schedulng' not allowed"},
+		{"config.scheduling.reserveAftr=1h", "'reserveAftr' not allowed"},
+		{"config.scheduling.reserveAfter=soon", "/config/scheduling/reserveAfter"},
+		{"config.scheduler.bindWorkers=0", "/config/scheduler/bindWorkers"},
+		{"replicas=0", "/replicas"},
+		{"replica=3", "'replica' not allowed"},
 	} {
 		_, err := template(t, "phalanx", "phalanx-system", "--set", tt.set)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("--set %s: error %v, want one saying %q", tt.set, err, tt.want)
 		}
+	}
+}
+
+// TestSchemaCoversConfig: values.schema.json allows exactly the fields of the configuration's
+// sections, so that a field added to config.Scheduling or config.Scheduler can be set through
+// the chart, and a misspelt one is refused by helm rather than by the scheduler at start.
+func TestSchemaCoversConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type node struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	props := func(raw []byte, path ...string) []string {
+		for _, p := range path {
+			var n node
+			if err := json.Unmarshal(raw, &n); err != nil {
+				t.Fatal(err)
+			}
+			raw = n.Properties[p]
+			if raw == nil {
+				t.Fatalf("values.schema.json has no property %s", strings.Join(path, "."))
+			}
+		}
+		var n node
+		if err := json.Unmarshal(raw, &n); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for k := range n.Properties {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	fields := func(v any) []string {
+		var out []string
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			out = append(out, name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		section string
+		typ     any
+	}{{"scheduling", config.Scheduling{}}, {"scheduler", config.Scheduler{}}} {
+		if got, want := props(data, "config", c.section), fields(c.typ); !slices.Equal(got, want) {
+			t.Errorf("charts/phalanx/values.schema.json's config.%s has %v, the config package's %s section %v: "+
+				"make them the same (a new field: its type in the schema, its name in charts/phalanx/README.md)", c.section, got, c.section, want)
+		}
+	}
+	if got := props(data, "config"); !slices.Equal(got, []string{"scheduler", "scheduling"}) {
+		t.Errorf("values.schema.json's config has %v, want the sections scheduler and scheduling", got)
 	}
 }

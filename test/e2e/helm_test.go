@@ -90,6 +90,11 @@ func TestHelm(t *testing.T) {
 		t.Fatalf("helm install: %v", err)
 	}
 
+	notes, err := helmCmd(t, home, "get", "notes", helmRelease, "--namespace", helmNamespace)
+	if err != nil || !strings.Contains(notes, "kube-batch") || !strings.Contains(notes, "get deployment "+helmRelease+"-scheduler") {
+		t.Errorf("the release's notes (%v):\n%s", err, notes)
+	}
+
 	// Every object of the release exists in the API server.
 	manifest, err := helmCmd(t, home, "get", "manifest", helmRelease, "--namespace", helmNamespace)
 	if err != nil {
