@@ -574,7 +574,7 @@ func TestSchemaCoversConfig(t *testing.T) {
 	}{{"scheduling", config.Scheduling{}}, {"scheduler", config.Scheduler{}}} {
 		if got, want := props(data, "config", c.section), fields(c.typ); !slices.Equal(got, want) {
 			t.Errorf("charts/phalanx/values.schema.json's config.%s has %v, the config package's %s section %v: "+
-				"make them the same (a new field: its type in the schema, its name in charts/phalanx/README.md)", c.section, got, c.section, want)
+				"give a new field its type in the schema", c.section, got, c.section, want)
 		}
 	}
 	if got := props(data, "config"); !slices.Equal(got, []string{"scheduler", "scheduling"}) {
