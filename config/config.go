@@ -116,6 +116,8 @@ type Scheduler struct {
 	KubeAPIBurst       *int      `json:"kubeAPIBurst,omitempty"`       // --kube-api-burst
 	PodEventQPS        *float64  `json:"podEventQPS,omitempty"`        // --pod-event-qps
 	PodEventBurst      *int      `json:"podEventBurst,omitempty"`      // --pod-event-burst
+	ForecastPeriod     *Duration `json:"forecastPeriod,omitempty"`     // --forecast-period
+	ForecastHorizon    *Duration `json:"forecastHorizon,omitempty"`    // --forecast-horizon
 }
 
 // Duration is a Go duration written as a string ("90m", "1h30m", "0s").
@@ -270,5 +272,7 @@ func (c *Configuration) FlagValues(command string) []FlagValue {
 	integer("kube-api-burst", "scheduler.kubeAPIBurst", r.KubeAPIBurst)
 	float("pod-event-qps", "scheduler.podEventQPS", r.PodEventQPS)
 	integer("pod-event-burst", "scheduler.podEventBurst", r.PodEventBurst)
+	dur("forecast-period", "scheduler.forecastPeriod", r.ForecastPeriod)
+	dur("forecast-horizon", "scheduler.forecastHorizon", r.ForecastHorizon)
 	return out
 }

@@ -15,6 +15,7 @@ scheduling:
 scheduler:
   kubeAPIQPS: 500
   schedulerNames: [a, b]
+  forecastPeriod: 1m
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ scheduler:
 	for _, v := range c.FlagValues("scheduler") {
 		got = append(got, v.Flag+"="+v.Value)
 	}
-	if want := "reserve-after=1h30m0s shortest-first=false scheduler-name=a scheduler-name=b kube-api-qps=500"; strings.Join(got, " ") != want {
+	if want := "reserve-after=1h30m0s shortest-first=false scheduler-name=a scheduler-name=b kube-api-qps=500 forecast-period=1m0s"; strings.Join(got, " ") != want {
 		t.Errorf("scheduler flags %v, want %s", got, want)
 	}
 	if n := len(c.FlagValues("simulate")); n != 2 {
@@ -35,6 +36,10 @@ scheduler:
 	if _, err := Parse([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduler:\n  kubeAPIQPS: 0\n")); err == nil ||
 		!strings.Contains(err.Error(), "scheduler.kubeAPIQPS") {
 		t.Errorf("a QPS of 0: %v", err)
+	}
+	if _, err := Parse([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduler:\n  forecastPeriod: -1s\n")); err == nil ||
+		!strings.Contains(err.Error(), "scheduler.forecastPeriod") {
+		t.Errorf("a negative forecast period: %v", err)
 	}
 }
 

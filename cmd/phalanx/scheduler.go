@@ -75,6 +75,8 @@ type schedulerFlags struct {
 	preemptMin      time.Duration
 	reclaimMin      time.Duration
 	weighLoss       bool
+	forecastPeriod  time.Duration
+	forecastHorizon time.Duration
 }
 
 // labelKeys is a comma-separated list of node label keys.
@@ -170,6 +172,11 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 		"a gang that holds some members but not its minimum (left so by a crash mid-bind, or by a lost member) is\n"+
 			"completed before other gangs; if the rest still does not fit after this long without progress, its bound\n"+
 			"members are evicted so that they hold no room for a gang that cannot run. 0 never evicts them")
+	fs.DurationVar(&f.forecastPeriod, "forecast-period", 30*time.Second,
+		"how often, at most, to forecast when each waiting gang starts and its place in its queue (PodGroup\n"+
+			"status.expectedStartTime and queuePosition), off the scheduling cycle; 0 forecasts nothing")
+	fs.DurationVar(&f.forecastHorizon, "forecast-horizon", 7*24*time.Hour,
+		"how far ahead the forecast looks: a gang not expected to start within it has no expected start")
 	logFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(logFlags)
 	fs.Var(logFlags.Lookup("v").Value, "v", "log verbosity (klog level)")
@@ -224,7 +231,7 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations,
-		PartialGangTimeout: f.partialTimeout}
+		PartialGangTimeout: f.partialTimeout, ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
 		return 2
@@ -355,7 +362,8 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		PreemptMinRuntime: f.preemptMin, ReclaimMinRuntime: f.reclaimMin, WeighLoss: f.weighLoss,
 		Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
 		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
-		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst}, kube, client, metrics, recorder)
+		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst,
+		ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}, kube, client, metrics, recorder)
 	if err != nil {
 		return err
 	}
