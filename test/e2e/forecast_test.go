@@ -1,0 +1,156 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/scheduler"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestForecastStatus: two nodes of one GPU. "first" (2 GPUs, estimated
+// 600 s) runs; "second" (2 GPUs, 300 s) and then "third" (1 GPU) wait. The
+// scheduler forecasts second to start when first ends (its start + 600 s)
+// and third when second ends (+ 900 s), writes status.queuePosition and
+// status.expectedStartTime, kubectl get shows the Expected Start column and
+// phalanx status gangs and explain print both.
+func TestForecastStatus(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("forecast", 2).CPU("4").Memory("16Gi").GPUs(1))
+	startSchedulerOpts(t, scheduler.Options{ForecastPeriod: 2 * time.Second})
+	first := e.create(tfJob("first").Workers(2).GPUsPerWorker(1).RunFor("20m").Estimate(600))
+	e.eventually(time.Minute, "first runs", e.running(first))
+	e.create(tfJob("second").Workers(2).GPUsPerWorker(1).RunFor("20m").Estimate(300))
+	e.create(tfJob("third").Workers(1).GPUsPerWorker(1).RunFor("20m"))
+
+	// first's members release their room estimate seconds after they
+	// started (the latest of the two).
+	var started time.Time
+	e.eventually(30*time.Second, "first's pods have a start time", func(ctx context.Context) error {
+		pods, err := e.pods(ctx, first)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if p.Status.StartTime == nil {
+				return fmt.Errorf("pod %s has no start time", p.Name)
+			}
+			if p.Status.StartTime.After(started) {
+				started = p.Status.StartTime.Time
+			}
+		}
+		return nil
+	})
+	want := map[string]struct {
+		position int32
+		start    time.Time
+	}{"second": {1, started.Add(600 * time.Second)}, "third": {2, started.Add(900 * time.Second)}}
+	e.eventually(time.Minute, "the waiting gangs' positions and expected starts", func(ctx context.Context) error {
+		for name, w := range want {
+			pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			st := pg.Status
+			if st.QueuePosition != w.position || st.ExpectedStartTime == nil {
+				return fmt.Errorf("%s: position %d, expected start %v; want %d and %s", name, st.QueuePosition, st.ExpectedStartTime, w.position, w.start)
+			}
+			// Whole seconds, and a start rounded to the second.
+			if d := st.ExpectedStartTime.Sub(w.start); d < -time.Second || d > time.Second {
+				return fmt.Errorf("%s: expected start %s, want %s", name, st.ExpectedStartTime.UTC(), w.start.UTC())
+			}
+		}
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "first", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pg.Status.QueuePosition != 0 || pg.Status.ExpectedStartTime != nil {
+			return fmt.Errorf("first runs but has position %d and expected start %v", pg.Status.QueuePosition, pg.Status.ExpectedStartTime)
+		}
+		return nil
+	})
+	shown := map[string]time.Time{}
+	for _, name := range []string{"second", "third"} {
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown[name] = pg.Status.ExpectedStartTime.Time
+	}
+
+	// kubectl get podgroups: the Expected Start column.
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/apis/scheduling.phalanx.dev/v1alpha1/namespaces", e.ns, "podgroups").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(e.ctx)
+	if err != nil {
+		t.Fatalf("PodGroups as a table: %v", err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	column := -1
+	for i, c := range table.ColumnDefinitions {
+		if c.Name == "Expected Start" {
+			column = i
+		}
+	}
+	cell := ""
+	for _, row := range table.Rows {
+		if column >= 0 && len(row.Cells) > column && row.Cells[0] == "second" {
+			cell = fmt.Sprint(row.Cells[column])
+		}
+	}
+	if want := shown["second"].UTC().Format(time.RFC3339); cell != want {
+		t.Errorf("kubectl get podgroups: Expected Start of second is %q, want %q (columns %v)", cell, want, table.ColumnDefinitions)
+	}
+
+	bin := buildPhalanx(t)
+	status := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"status"}, args...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("phalanx status %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("phalanx status %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	gangs := strings.Split(status("gangs", "-n", e.ns), "\n")
+	var order []string
+	for _, l := range gangs[1:] {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		order = append(order, f[1])
+		switch f[1] {
+		case "second", "third":
+			pos := fmt.Sprint(map[string]int{"second": 1, "third": 2}[f[1]])
+			at := shown[f[1]].UTC().Format(time.RFC3339)
+			if f[3] != pos || !strings.Contains(l, at+" (in ") {
+				t.Errorf("gangs: %s's line %q, want position %s and expected start %s", f[1], l, pos, at)
+			}
+		case "first":
+			if f[3] != "-" || f[4] != string(v1alpha1.PodGroupRunning) {
+				t.Errorf("gangs: first's line %q, want no position and phase Running", l)
+			}
+		}
+	}
+	if got := strings.Join(order, " "); got != "second third first" {
+		t.Errorf("gangs listed in the order %q, want the waiting ones in their queue's order, then the others", got)
+	}
+	explain := status("explain", e.ns+"/third")
+	if want := "Queue position: 2; expected start: " + shown["third"].UTC().Format(time.RFC3339); !strings.Contains(explain, want) {
+		t.Errorf("explain lacks %q", want)
+	}
+}
