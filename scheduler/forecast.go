@@ -115,12 +115,9 @@ func abs(v int64) int64 {
 
 // forecastOf is what the status of gang key shows: its place in its queue
 // and its expected start, if it waits. A reserved gang's expected start is
-// its reservation's while that lies ahead.
+// its reservation's while that lies ahead, forecast or not.
 func (s *Scheduler) forecastOf(key string, last *verdict, now int64) forecastEntry {
-	e, ok := s.fc.byGang[key]
-	if !ok {
-		return forecastEntry{}
-	}
+	e := s.fc.byGang[key]
 	if last != nil && last.reserved && last.resv.start > now {
 		e.start = last.resv.start
 	}

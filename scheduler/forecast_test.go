@@ -160,3 +160,24 @@ func TestApplyForecast(t *testing.T) {
 		t.Errorf("next moved by 100 s, past the slack of 65: %+v, want the new start", got)
 	}
 }
+
+// TestForecastOfReserved: a reserved gang's expected start is its
+// reservation's while that lies ahead, with or without a forecast; then
+// the forecast's.
+func TestForecastOfReserved(t *testing.T) {
+	s := &Scheduler{}
+	resv := &verdict{reserved: true, resv: reservation{nodes: 2, start: 5000}}
+	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{0, 5000}) {
+		t.Errorf("no forecast: %+v, want the reservation's start", got)
+	}
+	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040}}
+	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000}) {
+		t.Errorf("with a forecast: %+v, want position 1 and the reservation's start", got)
+	}
+	if got := s.forecastOf("big", resv, 5000); got != (forecastEntry{1, 5040}) {
+		t.Errorf("reservation due: %+v, want the forecast", got)
+	}
+	if got := s.forecastOf("big", nil, 1000); got != (forecastEntry{1, 5040}) {
+		t.Errorf("not reserved: %+v, want the forecast", got)
+	}
+}
