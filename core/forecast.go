@@ -22,10 +22,12 @@ import (
 //     that placed it, and gives its room back then; a gang without an
 //     estimate keeps its room for the whole forecast.
 //   - Nothing arrives: the waiting gangs are those of the snapshot.
-//   - Nothing is preempted: the forecast's cycles run without preemption, so
-//     a gang that would make room by evicting others is forecast to start
-//     when room frees up without it (an upper bound). Holds in force stay
-//     until their gang is placed.
+//   - Nothing more is preempted: the forecast's cycles run without
+//     preemption, so a gang that would make room by evicting others is
+//     forecast to start when room frees up without it (an upper bound).
+//     Members already being evicted (Snapshot.Running, Terminating) end a
+//     step after now, as overdue ones do; holds in force stay until their
+//     gang is placed, so a preemptor gets the room its victims free.
 //   - The pods that pod affinity, anti-affinity and spread count
 //     (Snapshot.Pods) are those of the snapshot throughout.
 //
@@ -115,7 +117,7 @@ func (s *Scheduler) Forecast(snap *Snapshot, now int64, opts ForecastOptions) Fo
 	if end < now {
 		end = math.MaxInt64
 	}
-	f := newForecaster(s, snap)
+	f := newForecaster(s, snap, now)
 	out := Forecast{Gangs: f.positions(s.cfg)}
 	index := make(map[string]int, len(out.Gangs))
 	for i := range out.Gangs {
@@ -169,7 +171,7 @@ type forecaster struct {
 	copied map[*Gang]bool
 }
 
-func newForecaster(s *Scheduler, snap *Snapshot) *forecaster {
+func newForecaster(s *Scheduler, snap *Snapshot, now int64) *forecaster {
 	f := &forecaster{sched: s.forecastScheduler(), snap: *snap}
 	f.snap.Nodes = slices.Clone(snap.Nodes)
 	f.snap.Queues = slices.Clone(snap.Queues)
@@ -201,9 +203,43 @@ func newForecaster(s *Scheduler, snap *Snapshot) *forecaster {
 			f.releases = append(f.releases, r)
 		}
 	}
+	f.terminating(snap, now)
 	f.sortReleases()
 	f.snap.Releases = f.releases
 	return f
+}
+
+// terminating makes the members being evicted (Snapshot.Running, Placed.
+// Terminating) end as overdue members do, a step after now: their own
+// release, the first of their node, amount and queue not yet claimed, comes
+// due, or one is added for a member that has none.
+func (f *forecaster) terminating(snap *Snapshot, now int64) {
+	var claimed map[int]bool
+	for _, r := range snap.Running {
+		for _, m := range r.Members {
+			if !m.Terminating || m.Node < 0 || m.Node >= len(snap.Nodes) {
+				continue
+			}
+			if claimed == nil {
+				claimed = map[int]bool{}
+			}
+			amount := withPod(m.Request)
+			i := 0
+			for ; i < len(f.releases); i++ {
+				rel := &f.releases[i]
+				if rel.Node == m.Node && rel.Amount == amount && rel.Queue == r.Queue && !claimed[i] {
+					break
+				}
+			}
+			if i < len(f.releases) {
+				f.releases[i].At = min(f.releases[i].At, now)
+				claimed[i] = true
+				continue
+			}
+			f.releases = append(f.releases, Release{Node: m.Node, Amount: amount, At: now, Queue: r.Queue})
+			claimed[len(f.releases)-1] = true
+		}
+	}
 }
 
 // forecastScheduler is s, or a Scheduler of s's configuration without

@@ -241,3 +241,47 @@ func benchForecast(b *testing.B, opts ForecastOptions) {
 	b.ReportMetric(float64(started), "forecast-starts")
 	b.ReportMetric(float64(f.Until-86400)/3600, "hours-covered")
 }
+
+// A preemptor whose victims are being evicted starts a step after now, in
+// the room they free and its hold keeps for it, not when the victims'
+// estimates would have ended; a victim without a release frees its room
+// the same way, and each release is counted once.
+func TestForecastTerminatingVictims(t *testing.T) {
+	s := MakeSnapshot().Nodes(
+		MakeNode("a").GPUs(8).UsedGPUs(4).UsedGPUs(4),
+		MakeNode("b").GPUs(8).UsedGPUs(8),
+	).Gangs(
+		MakeGang("preemptor").Members(2, GPUs(8)).Arrival(5).Priority(100),
+		MakeGang("small").Members(1, GPUs(4)).Arrival(6),
+	).Obj()
+	half, whole := Vector{Pods: 1, gpuDim: 4}, Vector{Pods: 1, gpuDim: 8}
+	s.Releases = []Release{
+		{Node: 0, Amount: half, At: 5000, Queue: "default"},
+		{Node: 0, Amount: half, At: 6000, Queue: "default"},
+	}
+	s.Running = []Running{
+		{Gang: "victim", Queue: "default", MinMember: 2, Members: []Placed{
+			{Name: "v-0", Node: 0, Request: Vector{gpuDim: 4}, Terminating: true},
+			{Name: "v-1", Node: 0, Request: Vector{gpuDim: 4}, Terminating: true},
+		}},
+		{Gang: "victim2", Queue: "default", MinMember: 1, Members: []Placed{
+			{Name: "w-0", Node: 1, Request: Vector{gpuDim: 8}, Terminating: true}, // no release
+		}},
+	}
+	s.Holds = []Hold{{Gang: "preemptor", Node: 0, Amount: whole}, {Gang: "preemptor", Node: 1, Amount: whole}}
+	f := forecastOf(t, s, Config{Preemption: true}, 100, ForecastOptions{Step: 30})
+	want := map[string]int64{"preemptor": 130, "small": -1}
+	if diff := cmp.Diff(want, starts(f)); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+	// Not terminating: the preemptor waits for the releases, and b never
+	// frees.
+	for i := range s.Running {
+		for j := range s.Running[i].Members {
+			s.Running[i].Members[j].Terminating = false
+		}
+	}
+	if got := starts(forecastOf(t, s, Config{}, 100, ForecastOptions{Step: 30}))["preemptor"]; got != -1 {
+		t.Errorf("without evictions the preemptor starts at %d, want never (b has no release)", got)
+	}
+}
