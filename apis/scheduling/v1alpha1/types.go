@@ -132,9 +132,10 @@ type PodGroupStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// QueuePosition is the waiting gang's place in its queue, from 1: the
-	// order in which the scheduler visits the queue's waiting gangs (by
-	// priority, then arrival). Unset while the gang runs, and when the
-	// scheduler has not forecast it yet.
+	// order in which the scheduler visits the queue's waiting gangs (gangs
+	// holding some members first, then by priority, then, with
+	// --shortest-first, by estimated run time, then by arrival). Unset
+	// while the gang runs, and when the scheduler has not forecast it.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
