@@ -42,3 +42,22 @@ func TestWriteJobsCSV(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", d)
 	}
 }
+
+// GPU time held idle: "none" only when nothing was held idle; GPUs never
+// freed make the figure a lower bound, and the cell says so.
+func TestHeldIdle(t *testing.T) {
+	for _, tc := range []struct {
+		wasted float64
+		atEnd  int64
+		want   string
+	}{
+		{0, 0, "none"},
+		{270, 0, "4m30s"},
+		{8 * 3600, 8, "8h+, 8 GPUs never freed"},
+		{3600, 1, "1h+, 1 GPU never freed"},
+	} {
+		if got := heldIdle(&sim.Metrics{WastedGPUSeconds: tc.wasted, HeldIdleAtEnd: tc.atEnd}); got != tc.want {
+			t.Errorf("%v GPU-s, %d GPUs at the end: %q, want %q", tc.wasted, tc.atEnd, got, tc.want)
+		}
+	}
+}
