@@ -147,8 +147,13 @@ func (s *Scheduler) Forecast(snap *Snapshot, now int64, opts ForecastOptions) Fo
 		next := min(f.nextRelease(now, opts.Step), plan.Until)
 		// A later cycle over the same state places nothing more unless
 		// room frees up or the time crosses a threshold (Plan.Until).
-		next = max(next, t+max(opts.Step, (t-now)/forecastPrecision))
-		if next > end || next < t {
+		gap := max(opts.Step, (t-now)/forecastPrecision)
+		if next == math.MaxInt64 || t > end-gap {
+			out.Until = end // nothing changes any more, or not within the horizon
+			break
+		}
+		next = max(next, t+gap)
+		if next > end {
 			out.Until = end
 			break
 		}

@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -283,5 +284,62 @@ func TestForecastTerminatingVictims(t *testing.T) {
 	}
 	if got := starts(forecastOf(t, s, Config{}, 100, ForecastOptions{Step: 30}))["preemptor"]; got != -1 {
 		t.Errorf("without evictions the preemptor starts at %d, want never (b has no release)", got)
+	}
+}
+
+// TestForecastProperties on random snapshots: the gangs forecast to start
+// at now are exactly those the real cycle places; every start lies within
+// the horizon; positions number each queue's waiting gangs from 1 without
+// gaps; the same inputs give the same forecast.
+func TestForecastProperties(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		s := randomSnapshot(seed, 60, 500, 8)
+		r := rand.New(rand.NewPCG(seed, 3))
+		for _, g := range s.Gangs {
+			if r.IntN(4) > 0 {
+				g.Estimate = 60 + r.Int64N(7200)
+			}
+		}
+		for n := range s.Nodes {
+			if u := s.Nodes[n].Used; !u.IsZero() && r.IntN(3) > 0 {
+				s.Releases = append(s.Releases, Release{Node: n, Amount: u, At: 1000 + r.Int64N(7200), Queue: "alpha"})
+			}
+		}
+		cfg := Config{ReserveAfter: 600, Reservations: 2, ShortestFirst: seed%2 == 0}
+		const now, horizon = 1000, 4 * 3600
+		_, diag := runAt(t, s, cfg, now)
+		f := forecastOf(t, s, cfg, now, ForecastOptions{Step: 60, Horizon: horizon})
+		if again := forecastOf(t, s, cfg, now, ForecastOptions{Step: 60, Horizon: horizon}); !reflect.DeepEqual(f, again) {
+			t.Fatalf("seed %d: two forecasts differ", seed)
+		}
+		placed := map[string]bool{}
+		for _, id := range diag.Scheduled {
+			placed[id] = true
+		}
+		perQueue := map[string][]int{}
+		later := 0
+		for _, g := range f.Gangs {
+			if g.Starts && g.Start > now {
+				later++
+			}
+			if atNow := g.Starts && g.Start == now; atNow != placed[g.Gang] {
+				t.Errorf("seed %d: %s starts at now %v in the forecast, placed by the cycle %v", seed, g.Gang, atNow, placed[g.Gang])
+			}
+			if g.Starts && (g.Start < now || g.Start > now+horizon) {
+				t.Errorf("seed %d: %s starts at %d, outside [%d, %d]", seed, g.Gang, g.Start, now, now+horizon)
+			}
+			perQueue[g.Queue] = append(perQueue[g.Queue], g.Position)
+		}
+		if later == 0 {
+			t.Errorf("seed %d: no gang starts after now: the forecast was not exercised", seed)
+		}
+		for q, ps := range perQueue {
+			slices.Sort(ps)
+			for i, p := range ps {
+				if p != i+1 {
+					t.Fatalf("seed %d: queue %s positions %v", seed, q, ps)
+				}
+			}
+		}
 	}
 }
