@@ -86,6 +86,7 @@ func TestWeighLoss(t *testing.T) {
 		s := reclaimSnapshot(8)
 		for i := range s.Running {
 			s.Running[i].Estimate = estimate
+			s.Running[i].Arrival = s.Running[i].Members[0].Start // started as they arrived
 		}
 		return s
 	}
@@ -112,6 +113,29 @@ func TestWeighLoss(t *testing.T) {
 	plan, _ = runAt(t, snap(50), cfg, 100)
 	if len(plan.Evictions) != 0 {
 		t.Errorf("a victim about to end is evicted: %v", victims(plan))
+	}
+	// The victims also wait again while claim runs: with claim's estimate
+	// of 500 s the loss is 320 + 8 x 500 = 4,320 against a gain of 7,680;
+	// with 1,000 s, 8,320.
+	for _, tc := range []struct {
+		estimate int64
+		evict    bool
+	}{{500, true}, {1000, false}} {
+		s := snap(1000)
+		s.Gangs[0].Estimate = tc.estimate
+		plan, _ = runAt(t, s, cfg, 100)
+		if got := len(plan.Evictions) > 0; got != tc.evict {
+			t.Errorf("claim's estimate %d: evictions %v, want some: %v", tc.estimate, victims(plan), tc.evict)
+		}
+	}
+	// A victim that waited long for its room would wait again: a-new,
+	// arrived at -3000, waited 3,060 s, 8 x 3,060 = 24,480 more than the
+	// gain.
+	s := snap(1000)
+	s.Running[1].Arrival = -3000
+	plan, _ = runAt(t, s, cfg, 100)
+	if len(plan.Evictions) != 0 {
+		t.Errorf("a victim that waited long is evicted: %v", victims(plan))
 	}
 	// Room that frees anyway bounds the gain: with 8 GPUs released at
 	// 130, claim would start 30 s later without evicting (gain 240, loss

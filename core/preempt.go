@@ -47,14 +47,17 @@ import (
 //     minimum is placed, by binary search on trial placements, then drops
 //     from the set, most expensive first, every unit it can do without
 //     (trying at most the 32 most expensive).
-//   - With Config.WeighLoss, the set is evicted only if the run time its
-//     members lose (accelerator-seconds, as the ranking counts it) is at
-//     most what the preemptor gains: its accelerators times how much sooner
-//     it starts. It would have started by the time the last victim is
-//     expected to end, and not before enough accelerators are free in the
-//     whole cluster (free now, plus the releases expected by then): the
-//     earlier of the two bounds the gain. A set with a member of unknown
-//     estimate is not weighed.
+//   - With Config.WeighLoss, the set is evicted only if what its members
+//     lose is at most what the preemptor gains, both in accelerator-seconds.
+//     The victims lose the run time they had (the ranking's cost), and wait
+//     again: as long as they waited for their room the first time (from
+//     arrival to start), and at least while the preemptor runs on it (its
+//     estimate, if it has one), times their accelerators. The preemptor gains its
+//     accelerators times how much sooner it starts: it would have started
+//     by the time the last victim is expected to end, and not before
+//     enough accelerators are free in the whole cluster (free now, plus the
+//     releases expected by then); the earlier of the two bounds the gain.
+//     A set with a member of unknown estimate is not weighed.
 //   - Nothing is evicted unless the trial placement succeeded: the preemptor
 //     is known to fit once its victims are gone. Its placement is held for
 //     it (Plan.Holds) while they terminate, and what the victims still use
@@ -531,6 +534,12 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		for _, u := range chosen {
 			c.unfreeUnit(p, u)
 		}
+		// A gang of the same shape, queue and priority has the same
+		// candidates, and would be refused as well, unless its wait or
+		// arrival makes a difference to them.
+		if uniform && c.cfg.ReclaimAfter == 0 && !c.cfg.ReclaimYoungerOnly {
+			p.failed.add(key)
+		}
 		return
 	}
 	clear(c.unfit)
@@ -546,11 +555,13 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 }
 
 // paysOff reports whether evicting chosen, whose members are freed in the
-// index, loses no more run time than it gains g (Config.WeighLoss): lost is
-// what the freed members ran, each second weighted by the member's
-// accelerators (1 without any); the gain is the accelerators of g's members
-// times the time until the last freed member's estimated end, after which g
-// would have had their room anyway. While it pays off it records when it
+// index, loses no more than it gains g (Config.WeighLoss): the loss is what
+// the freed members ran, each second weighted by the member's accelerators
+// (1 without any), plus what they wait again: as long as their unit waited
+// from its gang's arrival to its start, at least g's estimate; the gain is
+// the accelerators of g's members times the time until the last freed
+// member's estimated end, or until enough accelerators free anyway, after
+// which g would have started without the eviction. While it pays off it records when it
 // stops to (Plan.Until): the loss grows with the victims' running members,
 // the gain shrinks with time. A refusal stands while the set does: the loss
 // only grows and the gain only shrinks.
@@ -562,7 +573,7 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 		}
 		return 1
 	}
-	var lost, rate, end, freedAccel int64
+	var lost, rate, end, freedAccel, again int64
 	for _, u := range chosen {
 		if u.run.Estimate <= 0 {
 			return true // unknown end: nothing to weigh against
@@ -575,6 +586,7 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 			m := &u.run.Members[mi]
 			w := weight(m.Request)
 			lost += max(c.now-m.Start, 0) * w
+			again += max(u.since-u.run.Arrival, g.Estimate, 0) * w
 			if m.Start <= c.now {
 				rate += w
 			}
@@ -587,6 +599,7 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 	if lost == 0 {
 		return true
 	}
+	lost += again
 	var accel, wantAccel int64
 	for i := range members {
 		accel += weight(members[i].Request)
