@@ -114,6 +114,30 @@ func TestPreemption(t *testing.T) {
 	e.eventually(30*time.Second, "low runs again once high is done", e.running(low))
 }
 
+// TestPreemptMinRuntime: as TestPreemption, but low's queue protects its
+// gangs for their first 10 seconds (preemptMinRuntimeSeconds): high, which
+// arrives at once, waits while low has run less than that, then preempts it.
+func TestPreemptMinRuntime(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("minrt", 2).GPUs(4))
+	ten := int32(10)
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1, PreemptMinRuntimeSeconds: &ten})
+	lowPC, highPC := e.priorityClass("low", 10), e.priorityClass("high", 1000)
+	preemptingScheduler(t)
+
+	low := e.create(gang("low").Members(2).GPUs(4).Queue(queue).PriorityClass(lowPC).RunFor("120s"))
+	e.eventually(30*time.Second, "low runs", e.running(low))
+	started := time.Now()
+
+	high := e.create(gang("high").Members(1).GPUs(4).Queue(queue).PriorityClass(highPC).RunFor("6s"))
+	e.consistently(5*time.Second, "low, younger than its queue's minimum run time, to keep running", all(e.running(low), e.noneBound(high)))
+	e.eventually(30*time.Second, "low is evicted whole once it has run 10 s", e.gone(low))
+	if ran := time.Since(started); ran < 7*time.Second { // started is when the test saw low run, a little after it did
+		t.Errorf("low was evicted %v after it ran, before its minimum run time of 10 s", ran)
+	}
+	e.eventually(30*time.Second, "high runs", e.started(high))
+}
+
 // TestReclaim: queues a and b of equal weight on 2 nodes of 4 GPUs; a runs
 // two 4-GPU jobs and is not reclaimable. b's job waits. Once a is made
 // reclaimable, b takes back its half: exactly one of a's jobs is evicted.
