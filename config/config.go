@@ -45,6 +45,12 @@ const (
 // (TestSharedFlagDefaults checks that they do). The simulator's Options
 // resolve their zero values to the same (sim.Default*).
 const (
+	// DefaultReserveAfter: how long a gang that does not fit waits before
+	// nodes are reserved for it. Reserved nodes stay partly idle while they
+	// drain; on the Philly trace a day's wait is the shortest that keeps
+	// both the mean completion time and the big gangs' wait ahead of the
+	// baselines (docs/evaluation.md).
+	DefaultReserveAfter = 24 * time.Hour
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by
 	// another queue (docs/evaluation.md says how they were chosen).

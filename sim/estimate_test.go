@@ -121,7 +121,9 @@ func TestReservationWithWrongEstimates(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := runWith(t, w, PolicyPhalanx, Options{EstimateError: ee})
+		// The scenario's big job waits hours, not the default day: reserve
+		// after an hour, as when it was written.
+		r := runWith(t, w, PolicyPhalanx, Options{EstimateError: ee, ReserveAfter: 3600})
 		if m := r.Metrics; m.JobsCompleted != m.JobsTotal || m.StuckJobs != 0 {
 			t.Errorf("%s: %d of %d completed, %d stuck", spec, m.JobsCompleted, m.JobsTotal, m.StuckJobs)
 		}

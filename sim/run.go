@@ -65,7 +65,7 @@ type Options struct {
 const (
 	// DefaultReserveAfter is the wait after which the phalanx policy
 	// reserves nodes for a gang.
-	DefaultReserveAfter = 3600
+	DefaultReserveAfter = 86400 // config.DefaultReserveAfter
 	// DefaultReservations is how many gangs the phalanx policy reserves
 	// for at once.
 	DefaultReservations = 2

@@ -52,6 +52,7 @@ func TestSimulatorDefaults(t *testing.T) {
 		name      string
 		sim, conf time.Duration
 	}{
+		{"reserve-after", sim.DefaultReserveAfter * time.Second, config.DefaultReserveAfter},
 		{"preempt-min-runtime", sim.DefaultPreemptMinRuntime * time.Second, config.DefaultPreemptMinRuntime},
 		{"reclaim-min-runtime", sim.DefaultReclaimMinRuntime * time.Second, config.DefaultReclaimMinRuntime},
 	} {

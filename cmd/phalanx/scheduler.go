@@ -134,7 +134,7 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.cyclePeriod, "cycle-period", time.Second, "longest time between scheduling cycles")
 	fs.IntVar(&f.bindWorkers, "bind-workers", 32, "binds in flight at once")
 	fs.StringVar(&f.gpu, "gpu-resource", "nvidia.com/gpu", "accelerator resource that placement packs on")
-	fs.DurationVar(&f.reserveAfter, "reserve-after", time.Hour, // as phalanx simulate (TestSharedFlagDefaults)
+	fs.DurationVar(&f.reserveAfter, "reserve-after", config.DefaultReserveAfter, // as phalanx simulate (TestSharedFlagDefaults)
 		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
 	fs.IntVar(&f.reservations, "reservations", 2,
