@@ -17,7 +17,7 @@
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It takes about 30 minutes on 2 cores.
+# It takes about 10 minutes on 2 shared cores.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
