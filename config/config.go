@@ -53,8 +53,10 @@ const (
 	DefaultReserveAfter = 24 * time.Hour
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by
-	// another queue (docs/evaluation.md says how they were chosen).
-	DefaultPreemptMinRuntime = time.Hour
+	// another queue (docs/evaluation.md says how reclaim's was chosen). A
+	// gang of higher priority preempts at once by default: its priority is
+	// the user's word that it matters more, as in kube-scheduler.
+	DefaultPreemptMinRuntime = 0
 	DefaultReclaimMinRuntime = time.Hour
 	// DefaultWeighLoss: an eviction must not lose more run time than it
 	// gains.

@@ -185,3 +185,23 @@ func TestNoEvictionForAGangThatCannotStart(t *testing.T) {
 		t.Errorf("at 140 both may go: evictions %v", victims(plan))
 	}
 }
+
+// Preemption by priority is not weighed: high (8 GPUs, priority 10) evicts
+// young, which arrived at 0, started at 90 and ends at 110, although the
+// eviction throws away 8 x 10 s and young would wait its 90 s again (800
+// GPU-seconds lost) for 8 x 10 s gained. Weighed, as a reclaim would be,
+// nothing would be evicted (TestWeighLoss).
+func TestWeighLossLeavesPriorityAlone(t *testing.T) {
+	s := twoEightGPUNodes().Gangs(MakeGang("high").Members(1, GPUs(8)).Priority(10)).Obj()
+	runGang(s, "old", "default", 0, 1, 0, []int{0}, 8)
+	runGang(s, "young", "default", 0, 1, 90, []int{1}, 8)
+	for i := range s.Running {
+		s.Running[i].Estimate = 1000
+		s.Running[i].Arrival = s.Running[i].Members[0].Start
+	}
+	s.Running[1].Estimate, s.Running[1].Arrival = 20, 0
+	plan, _ := runAt(t, s, Config{Preemption: true, WeighLoss: true}, 100)
+	if diff := cmp.Diff([]string{"young/young-0"}, victims(plan)); diff != "" {
+		t.Errorf("victims (-want +got):\n%s", diff)
+	}
+}

@@ -57,7 +57,9 @@ import (
 //     by the time the last victim is expected to end, and not before
 //     enough accelerators are free in the whole cluster (free now, plus the
 //     releases expected by then); the earlier of the two bounds the gain.
-//     A set with a member of unknown estimate is not weighed.
+//     A set with a member of unknown estimate is not weighed, nor are the
+//     victims of a higher priority in the preemptor's own queue: the
+//     priority says the preemptor matters more.
 //   - Nothing is evicted unless the trial placement succeeded: the preemptor
 //     is known to fit once its victims are gone. Its placement is held for
 //     it (Plan.Holds) while they terminate, and what the victims still use
@@ -530,7 +532,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		}
 		c.freeUnit(p, chosen[i])
 	}
-	if c.cfg.WeighLoss && !c.paysOff(p, g, members, chosen) {
+	if c.cfg.WeighLoss && !c.paysOff(p, g, qs, members, chosen) {
 		for _, u := range chosen {
 			c.unfreeUnit(p, u)
 		}
@@ -564,8 +566,9 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 // which g would have started without the eviction. While it pays off it records when it
 // stops to (Plan.Until): the loss grows with the victims' running members,
 // the gain shrinks with time. A refusal stands while the set does: the loss
-// only grows and the gain only shrinks.
-func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit) bool {
+// only grows and the gain only shrinks. Victims in g's own queue (qs), which
+// its priority preempts, are left out of the weighing.
+func (c *cycle) paysOff(p *preemption, g *Gang, qs *queueState, members []Member, chosen []*unit) bool {
 	gpu := c.x.gpu
 	weight := func(r Vector) int64 {
 		if gpu >= 0 && r[gpu] > 0 {
@@ -575,7 +578,10 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 	}
 	var lost, rate, end, freedAccel, again int64
 	for _, u := range chosen {
-		if u.run.Estimate <= 0 {
+		// Victims preempted by priority (in g's own queue) free room and
+		// end as the others do, but what they lose is not weighed.
+		byPriority := u.qs == qs
+		if u.run.Estimate <= 0 && !byPriority {
 			return true // unknown end: nothing to weigh against
 		}
 		freed := p.freed[u.ri]
@@ -584,16 +590,23 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 				continue
 			}
 			m := &u.run.Members[mi]
+			if gpu >= 0 {
+				freedAccel += m.Request[gpu]
+			}
+			if u.run.Estimate <= 0 {
+				end = math.MaxInt64 // a priority victim of unknown end
+			} else {
+				end = max(end, m.Start+u.run.Estimate)
+			}
+			if byPriority {
+				continue
+			}
 			w := weight(m.Request)
 			lost += max(c.now-m.Start, 0) * w
 			again += max(u.since-u.run.Arrival, g.Estimate, 0) * w
 			if m.Start <= c.now {
 				rate += w
 			}
-			if gpu >= 0 {
-				freedAccel += m.Request[gpu]
-			}
-			end = max(end, m.Start+u.run.Estimate)
 		}
 	}
 	if lost == 0 {
@@ -610,6 +623,9 @@ func (c *cycle) paysOff(p *preemption, g *Gang, members []Member, chosen []*unit
 	if wantAccel > 0 {
 		// Free now without the victims, the chosen being freed in the index.
 		end = min(end, p.enoughFreeAt(c, c.x.total[gpu]-freedAccel, wantAccel))
+	}
+	if end == math.MaxInt64 {
+		return true // no end in sight without the eviction: it gains without bound
 	}
 	ahead := max(end-c.now, 0)
 	if lost > accel*ahead {

@@ -10,42 +10,57 @@ import (
 	"github.com/phalanx-sched/phalanx/workload"
 )
 
-// The default minimum run time (1h) protects a victim that started less
-// than an hour ago; a shorter one lets the preemption of the golden
-// scenario happen at 10m as before.
+// By default a higher priority preempts at once: the golden scenario's
+// preemption happens at 10m (high bound after the 30 s grace period). A
+// minimum run time of 1h protects low, which started less than an hour
+// before, so high waits for it to end.
 func TestMinRuntimeDelaysPreemption(t *testing.T) {
 	w := readGolden(t, "preemption") // low (1h) at 0, high at 10m, both 8 GPUs
 	r := runWith(t, w, PolicyPhalanx, Options{})
-	if d := cmp.Diff(map[string]span{"low": {0, 3600}, "high": {3600, 5400}}, spans(r)); d != "" {
+	if d := cmp.Diff(map[string]span{"low": {2430, 6030}, "high": {630, 2430}}, spans(r)); d != "" {
 		t.Errorf("defaults: spans (-want +got):\n%s", d)
 	}
-	if r.Metrics.PreemptedGangs != 0 {
-		t.Errorf("defaults: %d preemptions of a gang younger than the minimum", r.Metrics.PreemptedGangs)
+	r = runWith(t, w, PolicyPhalanx, Options{PreemptMinRuntime: 3600})
+	if d := cmp.Diff(map[string]span{"low": {0, 3600}, "high": {3600, 5400}}, spans(r)); d != "" {
+		t.Errorf("1h minimum: spans (-want +got):\n%s", d)
 	}
-	r = runWith(t, w, PolicyPhalanx, Options{PreemptMinRuntime: 600})
-	if d := cmp.Diff(map[string]span{"low": {2430, 6030}, "high": {630, 2430}}, spans(r)); d != "" {
-		t.Errorf("10m minimum: spans (-want +got):\n%s", d)
+	if r.Metrics.PreemptedGangs != 0 {
+		t.Errorf("1h minimum: %d preemptions of a gang younger than the minimum", r.Metrics.PreemptedGangs)
 	}
 }
 
-// Weighing the loss: high (8 GPUs, 10m) arrives when low (8 GPUs, 1h) has
-// run 50 minutes; evicting low would throw away 8 x 50m to start high at
-// most 10m sooner (8 x 10m), so low finishes first.
+// Weighing the loss of a reclaim: queue a runs ends (8 GPUs, 1h, priority
+// 1) and long (8 GPUs, 2h, priority 0, so the cheaper victim) on the two
+// nodes from 0; claim (8 GPUs, 10m) of queue b, of equal weight, arrives
+// at 50m, within b's deserved half. Reclaiming long would throw away 8 x
+// 50m, and long would wait again at least claim's 10m, to start claim at
+// most 10m sooner (8 x 10m: ends frees its node at 1h), so claim waits for
+// that node.
 func TestWeighLossKeepsAVictimNearItsEnd(t *testing.T) {
 	w := newWorkload().
-		pool("n", 1, gpus(8), cpu(32)).
-		job("low", at(0), runs(3600), task("w", 1, gpus(8))).
-		job("high", at(3000), runs(600), priority(10), task("w", 1, gpus(8))).
+		pool("n", 2, gpus(8), cpu(32)).
+		queue("a", 1).queue("b", 1).
+		job("ends", at(0), runs(3600), inQueue("a"), priority(1), task("w", 1, gpus(8))).
+		job("long", at(0), runs(7200), inQueue("a"), task("w", 1, gpus(8))).
+		job("claim", at(3000), runs(600), inQueue("b"), task("w", 1, gpus(8))).
 		build()
-	r := runWith(t, w, PolicyPhalanx, Options{PreemptMinRuntime: -1})
-	if d := cmp.Diff(map[string]span{"low": {0, 3600}, "high": {3600, 4200}}, spans(r)); d != "" {
+	r := runWith(t, w, PolicyPhalanx, Options{ReclaimMinRuntime: -1})
+	if d := cmp.Diff(map[string]span{"ends": {0, 3600}, "long": {0, 7200}, "claim": {3600, 4200}}, spans(r)); d != "" {
 		t.Errorf("weighed: spans (-want +got):\n%s", d)
 	}
-	// Unweighed, low is evicted at 3000 and restarts from scratch once
-	// high is done.
-	r = runWith(t, w, PolicyPhalanx, Options{PreemptMinRuntime: -1, NoWeighLoss: true})
-	if d := cmp.Diff(map[string]span{"low": {3630, 7230}, "high": {3030, 3630}}, spans(r)); d != "" {
+	// Unweighed, long is evicted at 50m (claim bound after the 30 s grace
+	// period) and restarts from scratch on the node ends frees at 1h.
+	evicted := map[string]span{"ends": {0, 3600}, "long": {3600, 10800}, "claim": {3030, 3630}}
+	r = runWith(t, w, PolicyPhalanx, Options{ReclaimMinRuntime: -1, NoWeighLoss: true})
+	if d := cmp.Diff(evicted, spans(r)); d != "" {
 		t.Errorf("unweighed: spans (-want +got):\n%s", d)
+	}
+	// Preemption by priority is not weighed: the same claim in queue a,
+	// of priority 10, evicts long at once under the defaults.
+	w.Jobs[2].Queue, w.Jobs[2].Priority = "a", 10
+	r = runWith(t, w, PolicyPhalanx, Options{})
+	if d := cmp.Diff(evicted, spans(r)); d != "" {
+		t.Errorf("by priority, weighed: spans (-want +got):\n%s", d)
 	}
 }
 

@@ -77,7 +77,7 @@ const (
 	// gang of the phalanx policy runs before it may be preempted or
 	// reclaimed, as the scheduler's defaults (config.DefaultPreemptMinRuntime
 	// and config.DefaultReclaimMinRuntime).
-	DefaultPreemptMinRuntime = 3600
+	DefaultPreemptMinRuntime = 0
 	DefaultReclaimMinRuntime = 3600
 	// DefaultGracePeriod is how long an evicted member terminates, as
 	// Kubernetes' default terminationGracePeriodSeconds.

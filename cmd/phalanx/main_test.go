@@ -405,13 +405,15 @@ jobs:
 `)
 	// Waits: high waits for the grace period, then low, restarted, for
 	// high's 10m (and loses the 10m it ran); without preemption high waits
-	// for low's hour. By default low, which runs for 1h, is protected by
-	// the minimum run time of 1h until it ends.
+	// for low's hour. By default a higher priority preempts at once; with
+	// a minimum run time of 1h, low, which runs for 1h, is protected until
+	// it ends; with 10m, just as high arrives.
 	tests := []struct {
 		args            []string
 		preempted, wait float64 // wait: the mean of high's and low's
 	}{
-		{nil, 0, 3000 / 2},
+		{nil, 1, (30 + 630 + 600) / 2},
+		{[]string{"--preempt-min-runtime", "1h"}, 0, 3000 / 2},
 		{[]string{"--preempt-min-runtime", "10m"}, 1, (30 + 630 + 600) / 2},
 		{[]string{"--preempt-min-runtime", "0", "--preemption=false"}, 0, 3000 / 2},
 		{[]string{"--preempt-min-runtime", "0", "--grace-period", "2m"}, 1, (120 + 720 + 600) / 2},
