@@ -103,7 +103,8 @@ func TestWriteJSON(t *testing.T) {
 			"jobs_total": 1.0, "jobs_completed": 1.0, "stuck_jobs": 0.0, "unschedulable_jobs": 0.0,
 			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
 			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": nil,
-			"gpu_utilization": 0.5, "wasted_gpu_s": wasted, "held_idle_at_end_gpus": 0.0, "makespan_s": 870.0,
+			"gpu_utilization": 0.5, "gpu_utilization_arriving": nil, // one job: no time between arrivals
+			"wasted_gpu_s": wasted, "held_idle_at_end_gpus": 0.0, "makespan_s": 870.0,
 			"fairness_mean": 1.0, "fairness_worst": 1.0, "fairness_least_served": 1.0, "fairness_window_s": 87.0,
 			"rack_locality": nil, "preempted_gangs": 0.0, "evicted_members": 0.0, "preemption_lost_gpu_s": 0.0,
 			"member_failures": 0.0, "mean_replacement_wait_s": nil, "max_replacement_wait_s": nil,

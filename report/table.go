@@ -88,6 +88,7 @@ var metricRows = []metricRow{
 	{"wait before start, p99", func(m *sim.Metrics) string { return duration(m.P99Wait) }},
 	{"wait before start, p99 of 8+ GPU jobs", func(m *sim.Metrics) string { return duration(m.P99WaitBig) }},
 	{"GPU utilisation", func(m *sim.Metrics) string { return share(m.GPUUtilization) }},
+	{"  while jobs arrive", func(m *sim.Metrics) string { return share(m.GPUUtilizationArriving) }},
 	{"GPU time held idle by incomplete gangs", heldIdle},
 	{"makespan", func(m *sim.Metrics) string { return duration(m.Makespan) }},
 	{"fair share honoured per window, mean (worst); 1 = fair", fairness},

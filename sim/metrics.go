@@ -9,6 +9,9 @@ package sim
 //   - gpu_utilization: integral of GPUs held by running jobs over the
 //     integral of the cluster's GPUs (each pool counted from when it joins),
 //     up to the idle horizon;
+//   - gpu_utilization_arriving: the same over [first submit, last submit],
+//     while jobs arrive (nil when they all arrive at once), which leaves
+//     out the drain at the end of an overloaded run;
 //   - wasted_gpu_s: integral of GPUs held by members whose job is not
 //     running (Held - Running). When the run ends with such GPUs still held
 //     (held_idle_at_end_gpus: a partial gang that never starts, as pod by
@@ -163,6 +166,14 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	m.WastedGPUSeconds = float64(integrate(s.samples, from, horizon, func(x Sample) int64 { return x.Held - x.Running }))
 	if capacity := clusterGPUSeconds(s.w.Pools, from, horizon); capacity > 0 {
 		m.GPUUtilization = figure(float64(running) / float64(capacity))
+	}
+	lastSubmit := from
+	for i := range jobs {
+		lastSubmit = max(lastSubmit, jobs[i].Submit)
+	}
+	if capacity := clusterGPUSeconds(s.w.Pools, from, lastSubmit); capacity > 0 {
+		arriving := integrate(s.samples, from, lastSubmit, func(x Sample) int64 { return x.Running })
+		m.GPUUtilizationArriving = figure(float64(arriving) / float64(capacity))
 	}
 	if end > from {
 		m.FairnessWindow = fairnessWindow(end - from)

@@ -121,7 +121,7 @@ func TestMetricsByHand(t *testing.T) {
 		MeanWait:          figure((0 + 100) / 2.0),
 		P99Wait:           figure(100),
 		P99WaitBig:        nil,                 // no job of 8 GPUs or more started
-		GPUUtilization:    figure(200.0 / 300), // a 1x100 + b 2x50 over 2 GPUs x 150 s
+		GPUUtilization:    figure(200.0 / 300), // a 1x100 + b 2x50 over 2 GPUs x 150 s; none while arriving: all at 0
 		WastedGPUSeconds:  100,                 // b0 holds 1 GPU from 0 to 100
 		Makespan:          figure(150),
 		// Windows of 15 s (a tenth of 150 s); c is larger than the
@@ -147,6 +147,24 @@ func TestMetricsByHand(t *testing.T) {
 	}
 	if want := "0/1 pods placed; 1 pending: no node is large enough for 3 nvidia.com/gpu"; r.Jobs[2].Reason != want {
 		t.Errorf("c: reason %q, want %q", r.Jobs[2].Reason, want)
+	}
+}
+
+// While jobs arrive: on one node of 2 GPUs, a (1 GPU, 100 s) arrives at 0
+// and b (2 GPUs, 100 s) at 50, which waits for a to end at 100. Until b's
+// arrival 1 of 2 GPUs runs: 0.5; over the run, 1x100 + 2x100 over 2x200.
+func TestUtilizationWhileArriving(t *testing.T) {
+	w := newWorkload().
+		pool("n", 1, gpus(2), cpu(8)).
+		job("a", at(0), runs(100), task("w", 1, gpus(1))).
+		job("b", at(50), runs(100), task("w", 1, gpus(2))).
+		build()
+	for _, policy := range Policies {
+		m := mustRun(t, w, policy).Metrics
+		if Value(m.GPUUtilizationArriving) != 0.5 || Value(m.GPUUtilization) != 300.0/400 {
+			t.Errorf("%s: utilisation while arriving %v, overall %v; want 0.5 and 0.75", policy,
+				Value(m.GPUUtilizationArriving), Value(m.GPUUtilization))
+		}
 	}
 }
 

@@ -34,6 +34,11 @@ type Metrics struct {
 	// P99WaitBig is the p99 wait of the started jobs of 8 GPUs or more.
 	P99WaitBig     *float64 `json:"p99_wait_big_s"`
 	GPUUtilization *float64 `json:"gpu_utilization"`
+	// GPUUtilizationArriving is the utilisation while jobs arrive, from the
+	// first submission to the last: under overload the whole run's figure
+	// also counts the drain after the last arrival, when a few long jobs
+	// are left and most GPUs idle whatever the policy.
+	GPUUtilizationArriving *float64 `json:"gpu_utilization_arriving"`
 	// WastedGPUSeconds is the GPU time held by members of jobs that are not
 	// running, up to the end of the run; GPUs still held so at the end
 	// (HeldIdleAtEnd) are counted until the idle horizon (see metrics.go),
