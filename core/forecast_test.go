@@ -211,16 +211,7 @@ func BenchmarkForecast5000Nodes(b *testing.B) {
 }
 
 func benchForecast(b *testing.B, opts ForecastOptions) {
-	s := randomSnapshot(42, 5000, 20000, 16)
-	r := rand.New(rand.NewPCG(42, 9))
-	for _, g := range s.Gangs {
-		g.Estimate = 60 + r.Int64N(86400)
-	}
-	for n := range s.Nodes {
-		if u := s.Nodes[n].Used; !u.IsZero() {
-			s.Releases = append(s.Releases, Release{Node: n, Amount: u, At: 86400 + r.Int64N(86400), Queue: "default"})
-		}
-	}
+	s := estimatedSnapshot()
 	sched, err := New(Config{ReserveAfter: 3600, Reservations: 2})
 	if err != nil {
 		b.Fatal(err)

@@ -242,6 +242,13 @@ func BenchmarkCycle5000NodesPreemption(b *testing.B) {
 // every used node a release within a day, and runs a cycle a day after all
 // arrived, shortest first, with two reservations.
 func BenchmarkCycle5000NodesReservations(b *testing.B) {
+	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400)
+}
+
+// estimatedSnapshot is randomSnapshot's 5,000 nodes and 20,000 pending pods
+// with estimates: each gang's run time is up to a day, and what runs on a
+// node frees within the day after 86400.
+func estimatedSnapshot() *Snapshot {
 	s := randomSnapshot(42, 5000, 20000, 16)
 	r := rand.New(rand.NewPCG(42, 9))
 	for _, g := range s.Gangs {
@@ -252,7 +259,7 @@ func BenchmarkCycle5000NodesReservations(b *testing.B) {
 			s.Releases = append(s.Releases, Release{Node: n, Amount: u, At: 86400 + r.Int64N(86400), Queue: "default"})
 		}
 	}
-	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, s, 86400)
+	return s
 }
 
 // BenchmarkCycle5000NodesPodConstraints is BenchmarkCycle5000Nodes with the

@@ -120,24 +120,21 @@ func timeUnit(span int64) (name string, seconds float64) {
 // sample, if earlier) to the last sample of any series.
 func span(c Comparison) (start, end int64) {
 	first := true
+	widen := func(lo, hi int64) {
+		if first || lo < start {
+			start = lo
+		}
+		if first || hi > end {
+			end = hi
+		}
+		first = false
+	}
 	for _, r := range c.Results {
 		if n := len(r.GPUs); n > 0 {
-			if first || r.GPUs[0].Time < start {
-				start = r.GPUs[0].Time
-			}
-			if first || r.GPUs[n-1].Time > end {
-				end = r.GPUs[n-1].Time
-			}
-			first = false
+			widen(r.GPUs[0].Time, r.GPUs[n-1].Time)
 		}
 		if n := len(r.Waiting); n > 0 {
-			if first || r.Waiting[0].Time < start {
-				start = r.Waiting[0].Time
-			}
-			if first || r.Waiting[n-1].Time > end {
-				end = r.Waiting[n-1].Time
-			}
-			first = false
+			widen(r.Waiting[0].Time, r.Waiting[n-1].Time)
 		}
 	}
 	start = min(start, 0)
