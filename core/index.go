@@ -19,6 +19,17 @@ type freeIndex struct {
 	top     int     // highest non-empty bucket, or -1
 	// dom, once the cycle needs topology, has its domain totals kept in step.
 	dom *domains
+	// journal, while recording (mark), lists every move since, so that
+	// undo can put the index back as it was, bucket order included.
+	journal   []indexMove
+	recording bool
+}
+
+// indexMove is one move of the journal: node n had free resources old, in
+// bucket at position pos, and top was the highest non-empty bucket.
+type indexMove struct {
+	n, bucket, pos, top int32
+	old                 Vector
 }
 
 func newFreeIndex(nodes []Node, gpu int) *freeIndex {
@@ -104,6 +115,9 @@ func (x *freeIndex) give(n int, r Vector) { x.move(n, x.free[n].Add(r)) }
 func (x *freeIndex) move(n int, f Vector) {
 	old := x.free[n]
 	x.free[n] = f
+	if x.recording {
+		x.journal = append(x.journal, indexMove{n: int32(n), bucket: x.bucket[n], pos: x.pos[n], top: int32(x.top), old: old})
+	}
 	if x.bucket[n] < 0 {
 		return // not schedulable: not counted
 	}
@@ -123,4 +137,59 @@ func (x *freeIndex) gpus(r Vector) int64 {
 		return 0
 	}
 	return r[x.gpu]
+}
+
+// mark starts recording the index's moves, if it was not, and returns the
+// point to which undo puts the index back.
+func (x *freeIndex) mark() int {
+	x.recording = true
+	return len(x.journal)
+}
+
+// undo puts the index back as it was at mark m, the order of every bucket
+// included, and stops recording if m was where recording began. A placement
+// rolled back (give after take) leaves its node elsewhere in its bucket;
+// undo leaves no trace, so that what was tried and undone changes no later
+// choice.
+func (x *freeIndex) undo(m int) {
+	for i := len(x.journal) - 1; i >= m; i-- {
+		mv := &x.journal[i]
+		n := int(mv.n)
+		cur := x.free[n]
+		x.free[n] = mv.old
+		if mv.bucket < 0 {
+			continue // not schedulable: not counted
+		}
+		x.total = x.total.Sub(cur).Add(mv.old)
+		if x.dom != nil {
+			x.dom.move(n, cur, mv.old)
+		}
+		if b := x.bucket[n]; b != mv.bucket {
+			// Undo file: n is last in its bucket. Undo unfile: the node
+			// that took n's place goes back to the end.
+			s := x.buckets[b]
+			x.buckets[b] = s[:len(s)-1]
+			s = x.buckets[mv.bucket]
+			if int(mv.pos) == len(s) {
+				s = append(s, mv.n)
+			} else {
+				moved := s[mv.pos]
+				s = append(s, moved)
+				x.pos[moved] = int32(len(s) - 1)
+				s[mv.pos] = mv.n
+			}
+			x.buckets[mv.bucket] = s
+			x.bucket[n], x.pos[n] = mv.bucket, mv.pos
+		}
+		x.top = int(mv.top)
+	}
+	x.journal = x.journal[:m]
+	if m == 0 {
+		x.recording = false
+	}
+}
+
+// commit stops recording and forgets the journal: what was done stays.
+func (x *freeIndex) commit() {
+	x.journal, x.recording = x.journal[:0], false
 }

@@ -181,6 +181,13 @@ type preemption struct {
 	releasesSorted      bool
 	// terminating counts members being evicted by earlier cycles.
 	terminating int
+	// lists remembers what eligible listed, until a preemption is
+	// committed: gangs of one queue, priority and constraints get the same
+	// candidates (candidatesKey). running holds the IDs of the running gangs,
+	// made on the first use of lists.
+	lists   map[candidatesKey]candidateList
+	running map[string]struct{}
+	costs   []accelCost // cannotPayOff's
 
 	// The memory of the above, kept in the Scheduler's pool from one cycle
 	// to the next (newPreemption, release).
@@ -224,6 +231,8 @@ func (p *preemption) release(pool *sync.Pool) {
 	p.units, p.listed, p.freed = p.units[:0], p.listed[:0], p.freed[:0]
 	p.slab = unitSlab{units: p.slab.units[:0], members: p.slab.members[:0], sibs: p.slab.sibs[:0]}
 	p.gen, p.terminating = 0, 0
+	clear(p.lists)
+	clear(p.running)
 	p.releaseAt, p.released, p.releasesSorted = p.releaseAt[:0], p.released[:0], false
 	pool.Put(p)
 }
@@ -476,7 +485,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 			return
 		}
 	}
-	cands, held := c.eligible(p, g, qs, want)
+	cands, held := c.candidates(p, g, qs, want)
 	if len(cands) == 0 {
 		if uniform {
 			p.failed.add(key)
@@ -493,6 +502,29 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	for _, u := range cands {
 		u.tried = true
 	}
+	// What no set of the candidates could pay for is refused without
+	// trials. The trials would end as a refusal does (a failed trial is
+	// remembered the same way under these settings, see below).
+	if c.cfg.WeighLoss && c.cannotPayOff(p, g, qs, members, cands) {
+		if uniform {
+			p.failed.add(key)
+		}
+		return
+	}
+	// Whatever is tried and given up is undone in the index, its order
+	// included: an attempt that evicts nothing leaves no trace.
+	mark := c.x.mark()
+	giveUp := func() {
+		c.x.undo(mark)
+		for _, u := range cands {
+			freed := p.freed[u.ri]
+			for _, mi := range u.members {
+				if freed[mi] == u.id {
+					freed[mi] = notFreed
+				}
+			}
+		}
+	}
 	given := 0 // cands[:given] are freed in the index
 	setPrefix := func(k int) {
 		for ; given < k; given++ {
@@ -504,7 +536,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	}
 	setPrefix(len(cands))
 	if !c.trial(g, members, want, t) {
-		setPrefix(0)
+		giveUp()
 		if uniform {
 			p.failed.add(key)
 		}
@@ -533,9 +565,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		c.freeUnit(p, chosen[i])
 	}
 	if c.cfg.WeighLoss && !c.paysOff(p, g, qs, members, chosen) {
-		for _, u := range chosen {
-			c.unfreeUnit(p, u)
-		}
+		giveUp()
 		// A gang of the same shape, queue and priority has the same
 		// candidates, and would be refused as well, unless its wait or
 		// arrival makes a difference to them.
@@ -548,12 +578,125 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	if _, ok := c.placeMinimum(g, members, want, t); !ok {
 		// The index's order changed under the trials and the heuristic
 		// placement found no room after all: evict nothing.
-		for _, u := range chosen {
-			c.unfreeUnit(p, u)
-		}
+		giveUp()
 		return
 	}
+	c.x.commit()
 	c.commitPreemption(p, s, want, chosen, t)
+}
+
+// cannotPayOff reports whether paysOff would refuse every set of cands
+// after whose eviction g's minimum fits, so that no trial is needed. It
+// answers only when nothing makes paysOff accept without weighing: every
+// candidate is reclaimed (of another queue than qs) with a known estimate,
+// every accelerator it holds has run, g needs more accelerators than are
+// free, and a refusal is remembered as a failed trial is (no ReclaimAfter
+// nor ReclaimYoungerOnly). Then any set that makes room frees at least the
+// accelerators g lacks, and loses, per accelerator, its run time plus the
+// second wait paysOff counts: the cheapest accelerators of the candidates,
+// taken in part if need be, bound the loss from below. The gain is bounded
+// from above by the latest estimated end of the candidates and by when
+// enough accelerators free anyway. Both bounds move with time as paysOff's
+// do, the loss up and the gain down, so a refusal stands while the
+// candidates do.
+func (c *cycle) cannotPayOff(p *preemption, g *Gang, qs *queueState, members []Member, cands []*unit) bool {
+	gpu := c.x.gpu
+	if gpu < 0 || c.cfg.ReclaimAfter != 0 || c.cfg.ReclaimYoungerOnly {
+		return false
+	}
+	var accel, wantAccel int64
+	for i := range members {
+		r := members[i].Request[gpu]
+		wantAccel += r
+		accel += max(r, 1) // paysOff's weight
+	}
+	free := c.x.total[gpu]
+	lack := wantAccel - free
+	if lack <= 0 {
+		return false
+	}
+	costs := p.costs[:0]
+	var lastEnd int64
+	for _, u := range cands {
+		if u.qs == qs || u.run.Estimate <= 0 {
+			return false
+		}
+		freed := p.freed[u.ri]
+		for _, mi := range u.members {
+			m := &u.run.Members[mi]
+			if freed[mi] != notFreed || m.Request[gpu] <= 0 {
+				continue
+			}
+			if m.Start >= c.now {
+				return false // a set of such members loses nothing yet
+			}
+			lastEnd = max(lastEnd, m.Start+u.run.Estimate)
+			costs = append(costs, accelCost{per: c.now - m.Start + max(u.since-u.run.Arrival, g.Estimate, 0), n: m.Request[gpu]})
+		}
+	}
+	p.costs = costs
+	end := min(lastEnd, p.enoughFreeAt(c, free, wantAccel))
+	gain := accel * max(end-c.now, 0)
+	slices.SortFunc(costs, func(a, b accelCost) int { return cmp.Compare(a.per, b.per) })
+	var loss int64
+	for _, k := range costs {
+		take := min(k.n, lack)
+		loss += take * k.per
+		if lack -= take; lack == 0 || loss > gain {
+			break
+		}
+	}
+	// With lack left, no set makes room: the trial would fail.
+	return loss > gain || lack > 0
+}
+
+// accelCost is what evicting one member loses per accelerator, and its
+// accelerators.
+type accelCost struct{ per, n int64 }
+
+// candidates is eligible, remembered in p.lists for gangs that get the same
+// list: those of one queue and priority, whose first members have the same
+// constraints, and who reclaim or not alike. Their own units aside: a gang
+// with running members lists neither from nor into p.lists.
+func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
+	if c.cfg.ReclaimYoungerOnly || c.cfg.ReclaimAfter != 0 {
+		return c.eligible(p, g, qs, want)
+	}
+	if p.running == nil {
+		p.running = make(map[string]struct{})
+	}
+	if len(p.running) == 0 {
+		for i := range c.snap.Running {
+			p.running[c.snap.Running[i].Gang] = struct{}{}
+		}
+	}
+	if _, own := p.running[g.ID]; own {
+		return c.eligible(p, g, qs, want)
+	}
+	k := candidatesKey{qs: qs, priority: g.Priority, cons: g.Pending[0].Constraints,
+		reclaims: c.now >= g.Arrival && !overused(qs.allocated.Add(want), qs.deserved)}
+	if l, ok := p.lists[k]; ok {
+		return l.units, l.total
+	}
+	units, total := c.eligible(p, g, qs, want)
+	if p.lists == nil {
+		p.lists = make(map[candidatesKey]candidateList)
+	}
+	p.lists[k] = candidateList{units, total}
+	return units, total
+}
+
+// candidatesKey identifies the gangs that candidates gives the same list.
+type candidatesKey struct {
+	qs       *queueState
+	priority int32
+	cons     *Constraints
+	reclaims bool
+}
+
+type candidateList struct {
+	units []*unit
+	total Vector
 }
 
 // paysOff reports whether evicting chosen, whose members are freed in the
@@ -803,6 +946,7 @@ func (c *cycle) unfreeUnit(p *preemption, u *unit) {
 // holds placed, and holds that placement for it.
 func (c *cycle) commitPreemption(p *preemption, s stuckGang, want Vector, victims []*unit, t *txn) {
 	g, qs := s.g, s.qs
+	clear(p.lists) // what queues hold changes, and units are taken
 	var pods int
 	var gangs []string
 	var queues []string
