@@ -505,7 +505,8 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	// What no set of the candidates could pay for is refused without
 	// trials. The trials would end as a refusal does (a failed trial is
 	// remembered the same way under these settings, see below).
-	if c.cfg.WeighLoss && c.cannotPayOff(p, g, qs, members, cands) {
+	if c.cfg.WeighLoss && !c.sched.noShortcuts && c.cannotPayOff(p, g, qs, members, cands) {
+		c.sched.shortcuts.refused.Add(1)
 		if uniform {
 			p.failed.add(key)
 		}
@@ -659,7 +660,7 @@ type accelCost struct{ per, n int64 }
 // constraints, and who reclaim or not alike. Their own units aside: a gang
 // with running members lists neither from nor into p.lists.
 func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
-	if c.cfg.ReclaimYoungerOnly || c.cfg.ReclaimAfter != 0 {
+	if c.cfg.ReclaimYoungerOnly || c.cfg.ReclaimAfter != 0 || c.sched.noShortcuts {
 		return c.eligible(p, g, qs, want)
 	}
 	if p.running == nil {
@@ -676,6 +677,7 @@ func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) 
 	k := candidatesKey{qs: qs, priority: g.Priority, cons: g.Pending[0].Constraints,
 		reclaims: c.now >= g.Arrival && !overused(qs.allocated.Add(want), qs.deserved)}
 	if l, ok := p.lists[k]; ok {
+		c.sched.shortcuts.reused.Add(1)
 		return l.units, l.total
 	}
 	units, total := c.eligible(p, g, qs, want)

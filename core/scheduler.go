@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // Ordering is how a cycle orders gangs across queues.
@@ -105,6 +106,12 @@ type Scheduler struct {
 	// preemption that forecasts run (forecast.go), made on first use.
 	noPreempt     *Scheduler
 	noPreemptOnce sync.Once
+	// noShortcuts turns off the preemption phase's shortcuts (preempt.go:
+	// cannotPayOff, candidates), which must not change a plan; tests
+	// compare. shortcuts counts, for them, the trials refused without trial
+	// and the candidate lists reused.
+	noShortcuts bool
+	shortcuts   struct{ refused, reused atomic.Int64 }
 }
 
 // New validates cfg and returns a Scheduler.
