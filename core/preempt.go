@@ -188,6 +188,8 @@ type preemption struct {
 	lists   map[candidatesKey]candidateList
 	running map[string]struct{}
 	costs   []accelCost // cannotPayOff's
+	left    []Vector    // eligible's
+	leftGen []uint32
 
 	// The memory of the above, kept in the Scheduler's pool from one cycle
 	// to the next (newPreemption, release).
@@ -231,6 +233,7 @@ func (p *preemption) release(pool *sync.Pool) {
 	p.units, p.listed, p.freed = p.units[:0], p.listed[:0], p.freed[:0]
 	p.slab = unitSlab{units: p.slab.units[:0], members: p.slab.members[:0], sibs: p.slab.sibs[:0]}
 	p.gen, p.terminating = 0, 0
+	clear(p.leftGen) // stamped by gen, which starts again
 	clear(p.lists)
 	clear(p.running)
 	p.releaseAt, p.released, p.releasesSorted = p.releaseAt[:0], p.released[:0], false
@@ -833,7 +836,10 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 		c.changesAt(g.Arrival + c.cfg.ReclaimAfter)
 	}
 	reclaims := waited && !overused(qs.allocated.Add(want), qs.deserved)
-	var left map[*queueState]Vector // what victim queues hold once the listed units are gone
+	// left[q.pos] is what victim queue q holds once the listed units are
+	// gone, where leftGen[q.pos] == p.gen.
+	p.left, p.leftGen = sized(p.left, len(c.order)), sized(p.leftGen, len(c.order))
+	left, leftGen := p.left, p.leftGen
 	var out []*unit
 	var total Vector
 	p.gen++
@@ -874,19 +880,17 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 			!c.relevant(u, g) || !c.ranLongEnough(u, u.qs.q.ReclaimMinRuntime, c.cfg.ReclaimMinRuntime) {
 			continue
 		}
-		if left == nil {
-			left = make(map[*queueState]Vector)
-		}
 		u.weighed = true
-		held, seen := left[u.qs]
-		if !seen {
-			held = u.qs.allocated
+		pos := u.qs.pos
+		if leftGen[pos] != p.gen {
+			left[pos], leftGen[pos] = u.qs.allocated, p.gen
 		}
+		held := left[pos]
 		add := adds(u)
 		if !overused(held, u.qs.deserved) || below(held.Sub(add), u.qs.deserved, held) {
 			continue
 		}
-		left[u.qs] = held.Sub(add)
+		left[pos] = held.Sub(add)
 		list(u, add)
 	}
 	return out, total
