@@ -137,6 +137,10 @@ type cycle struct {
 	pin       pinned
 	lastShape shapeKey
 	lastCheck *podCheck
+	lastQS    *queueState // queueOf's
+	// releases are sortedReleases', once made.
+	releases      []*Release
+	releasesKnown bool
 }
 
 type elastic struct {
@@ -200,7 +204,7 @@ func (c *cycle) admit(g *Gang) (*queueState, Vector) {
 		c.diag.Pending = append(c.diag.Pending, st)
 		return nil, Vector{}
 	}
-	qs := c.queues[g.Queue]
+	qs := c.queueOf(g.Queue)
 	if qs == nil {
 		c.pending(g, ReasonQueueNotFound, 0, fmt.Sprintf("queue %q does not exist", g.Queue))
 		return nil, Vector{}
@@ -214,6 +218,20 @@ func (c *cycle) admit(g *Gang) (*queueState, Vector) {
 		return nil, Vector{}
 	}
 	return qs, want
+}
+
+// queueOf returns the state of the named queue, or nil. The last one
+// found is kept: gangs of a queue often come in runs, and callers share
+// the string of a queue's name, whose comparison is then a pointer's.
+func (c *cycle) queueOf(name string) *queueState {
+	if c.lastQS != nil && c.lastQS.q.Name == name {
+		return c.lastQS
+	}
+	qs := c.queues[name]
+	if qs != nil {
+		c.lastQS = qs
+	}
+	return qs
 }
 
 // neverFits says why g's minimum can never fit, or "": the members it
@@ -435,11 +453,12 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 		if first, failed := c.failedGangs.get(key); failed {
 			// As the first one failed: withReservation replaces what it
 			// said of its own reservation.
-			st := c.diag.Pending[first]
-			st.Gang = g.ID
 			stuck.status = int32(len(c.diag.Pending))
 			c.addStuck(stuck)
-			c.diag.Pending = append(c.diag.Pending, c.withReservation(g, st))
+			c.diag.Pending = append(c.diag.Pending, c.diag.Pending[first])
+			st := &c.diag.Pending[len(c.diag.Pending)-1]
+			st.Gang = g.ID
+			c.setReservation(g, st)
 			c.closeHolds(false)
 			return false
 		}
@@ -609,10 +628,29 @@ type failedKey struct {
 
 // failedMemo maps failedKeys to the index of the first failed gang's
 // status; the keys without reservations open nor holder, the most common,
-// by shape in a slice.
+// by shape in a slice, and those without holder whose shape and open
+// reservations pack in a word (packed) in a map of words, which hashes
+// faster than a struct.
 type failedMemo struct {
 	plain []int32 // by shape: the index plus 1, or 0
+	words map[uint64]int
 	other map[failedKey]int
+}
+
+// packed returns k in one word, if it fits: no holder, a shape below 2^23,
+// and open reservations whose bits from 40 up are all 0 or all 1 (openFor
+// sets all from the gang's own reservation up), kept as one bit.
+func (k failedKey) packed() (uint64, bool) {
+	const low = 40
+	hi := k.open >> low
+	if k.holder != nil || k.shape < 0 || k.shape >= 1<<23 || hi != 0 && hi != 1<<(64-low)-1 {
+		return 0, false
+	}
+	w := uint64(k.shape)<<(low+1) | k.open&(1<<low-1)
+	if hi != 0 {
+		w |= 1 << low
+	}
+	return w, true
 }
 
 func (m *failedMemo) get(k failedKey) (int, bool) {
@@ -620,6 +658,10 @@ func (m *failedMemo) get(k failedKey) (int, bool) {
 		if int(k.shape) < len(m.plain) && m.plain[k.shape] > 0 {
 			return int(m.plain[k.shape]) - 1, true
 		}
+	}
+	if w, ok := k.packed(); ok {
+		i, ok := m.words[w]
+		return i, ok
 	}
 	i, ok := m.other[k]
 	return i, ok
@@ -633,6 +675,13 @@ func (m *failedMemo) set(k failedKey, i int) {
 		m.plain[k.shape] = int32(i) + 1
 		return
 	}
+	if w, ok := k.packed(); ok {
+		if m.words == nil {
+			m.words = make(map[uint64]int)
+		}
+		m.words[w] = i
+		return
+	}
 	if m.other == nil {
 		m.other = make(map[failedKey]int)
 	}
@@ -642,6 +691,7 @@ func (m *failedMemo) set(k failedKey, i int) {
 // forget empties m.
 func (m *failedMemo) forget() {
 	clear(m.plain)
+	clear(m.words)
 	clear(m.other)
 }
 

@@ -792,21 +792,17 @@ func (p *preemption) enoughFreeAt(c *cycle, free, want int64) int64 {
 		return c.now
 	}
 	if !p.releasesSorted {
+		// The cycle's releases sorted by time; clamped to now they stay
+		// sorted. Ties add up the same in any order.
 		p.releasesSorted = true
 		gpu := c.x.gpu
-		type rel struct{ at, n int64 }
-		var rs []rel
-		for _, r := range c.snap.Releases {
-			if r.At > 0 && r.Amount[gpu] > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) && !c.snap.Nodes[r.Node].Unschedulable {
-				rs = append(rs, rel{max(r.At, c.now), r.Amount[gpu]})
-			}
-		}
-		slices.SortFunc(rs, func(a, b rel) int { return cmp.Compare(a.at, b.at) })
 		var sum int64
-		for _, r := range rs {
-			sum += r.n
-			p.releaseAt = append(p.releaseAt, r.at)
-			p.released = append(p.released, sum)
+		for _, r := range c.sortedReleases() {
+			if r.Amount[gpu] > 0 && !c.snap.Nodes[r.Node].Unschedulable {
+				sum += r.Amount[gpu]
+				p.releaseAt = append(p.releaseAt, max(r.At, c.now))
+				p.released = append(p.released, sum)
+			}
 		}
 	}
 	k := sort.Search(len(p.released), func(i int) bool { return free+p.released[i] >= want })

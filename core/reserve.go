@@ -197,10 +197,16 @@ func (c *cycle) waitersChange(waiting []waiter, last *Gang) {
 }
 
 // sortedReleases returns the snapshot's releases that are counted on (a
-// known time, a known node), stably sorted by time. They are read only.
+// known time, a known node), stably sorted by time. They are read only, and
+// made once per cycle: their capacity is their length, so that a caller
+// that inserts gets a copy.
 func (c *cycle) sortedReleases() []*Release {
+	if c.releasesKnown {
+		return c.releases
+	}
+	c.releasesKnown = true
 	all := c.snap.Releases
-	releases := make([]*Release, 0, len(all)+16) // room for a reservation's releases
+	releases := make([]*Release, 0, len(all))
 	sorted := true
 	for i := range all {
 		if r := &all[i]; r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
@@ -210,26 +216,26 @@ func (c *cycle) sortedReleases() []*Release {
 			releases = append(releases, r)
 		}
 	}
-	if sorted {
-		return releases
-	}
-	// By time then position: the stable sort by time.
-	perm := make([]int32, 0, len(releases))
-	for i := range all {
-		if r := &all[i]; r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
-			perm = append(perm, int32(i))
+	if !sorted {
+		// By time then position: the stable sort by time.
+		perm := make([]int32, 0, len(releases))
+		for i := range all {
+			if r := &all[i]; r.At > 0 && r.Node >= 0 && r.Node < len(c.snap.Nodes) {
+				perm = append(perm, int32(i))
+			}
+		}
+		slices.SortFunc(perm, func(a, b int32) int {
+			if ta, tb := all[a].At, all[b].At; ta != tb {
+				return cmp.Compare(ta, tb)
+			}
+			return cmp.Compare(a, b)
+		})
+		for i, k := range perm {
+			releases[i] = &all[k]
 		}
 	}
-	slices.SortFunc(perm, func(a, b int32) int {
-		if ta, tb := all[a].At, all[b].At; ta != tb {
-			return cmp.Compare(ta, tb)
-		}
-		return cmp.Compare(a, b)
-	})
-	for i, k := range perm {
-		releases[i] = &all[k]
-	}
-	return releases
+	c.releases = releases[:len(releases):len(releases)]
+	return c.releases
 }
 
 // candBefore is the order of reservation candidates: partialFirst(gangBefore).
@@ -527,11 +533,16 @@ func (c *cycle) openFor(g *Gang) uint64 {
 // a reservation, and nothing of one otherwise (st may come from another
 // gang of the same shape).
 func (c *cycle) withReservation(g *Gang, st GangStatus) GangStatus {
+	c.setReservation(g, &st)
+	return st
+}
+
+// setReservation is withReservation in place.
+func (c *cycle) setReservation(g *Gang, st *GangStatus) {
 	st.resvNodes, st.resvStart, st.now = 0, 0, 0
 	if rv := c.reservationOf(g); rv != nil {
 		st.resvNodes, st.resvStart, st.now = rv.count, rv.start, c.now
 	}
-	return st
 }
 
 // reservationOf returns g's reservation, or nil.

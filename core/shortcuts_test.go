@@ -144,3 +144,45 @@ func cloneIndex(x *freeIndex) indexView {
 	}
 	return v
 }
+
+// TestFailedMemo sets and gets random keys of every form failedMemo
+// stores (plain, packed in a word, a struct) and compares with a map.
+func TestFailedMemo(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	holders := []*Gang{nil, nil, {ID: "a"}, {ID: "b"}}
+	opens := func() uint64 {
+		switch r.IntN(5) {
+		case 0:
+			return 0
+		case 1:
+			return uint64(r.IntN(8))
+		case 2:
+			return uint64(r.IntN(8)) | ^uint64(0)<<r.IntN(4) // a reservation's own gang
+		case 3:
+			return uint64(r.IntN(1<<20)) | ^uint64(0)<<(40+r.IntN(24))
+		default:
+			return r.Uint64()
+		}
+	}
+	var m failedMemo
+	want := map[failedKey]int{}
+	for i := range 20000 {
+		k := failedKey{shape: int32(r.IntN(40)), open: opens(), holder: holders[r.IntN(len(holders))]}
+		if r.IntN(50) == 0 {
+			k.shape = 1<<23 + int32(r.IntN(3))
+		}
+		if r.IntN(2) == 0 {
+			m.set(k, i)
+			want[k] = i
+		}
+		got, ok := m.get(k)
+		w, wok := want[k]
+		if got != w || ok != wok {
+			t.Fatalf("key %+v: get gives %d, %v; want %d, %v", k, got, ok, w, wok)
+		}
+		if r.IntN(3000) == 0 {
+			m.forget()
+			clear(want)
+		}
+	}
+}
