@@ -211,7 +211,7 @@ func (c *cycle) admit(g *Gang) (*queueState, Vector) {
 	}
 	var want Vector
 	if g.Bound < g.MinMember && c.cfg.Ordering != StrictFIFO {
-		_, want = minimumOf(g)
+		want = wantOf(g)
 	}
 	if msg := c.neverFits(g, want); msg != "" {
 		c.pending(g, ReasonExceedsCluster, g.MinMember-g.Bound, msg)
@@ -281,6 +281,12 @@ func validate(g *Gang, levels []string) (GangStatus, bool) {
 		return GangStatus{Gang: g.ID, Reason: ReasonNotEnoughMembers, Need: need, text: fmt.Sprintf(
 			"%d of %d members exist (minMember %d); waiting for %d more", have, g.MinMember, g.MinMember, g.MinMember-have)}, true
 	}
+	if s := g.summary(); s != nil {
+		if s.negative != "" {
+			return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: s.negative}, true
+		}
+		return GangStatus{}, false
+	}
 	for i := range g.Pending {
 		for d, v := range g.Pending[i].Request {
 			if v < 0 {
@@ -324,6 +330,10 @@ func (c *cycle) runFairShare() {
 		}
 		qs.demand = qs.allocated
 		for _, g := range qs.gangs {
+			if sum := g.summary(); sum != nil {
+				qs.demand = qs.demand.Add(sum.demand)
+				continue
+			}
 			for i := range g.Pending {
 				qs.demand = qs.demand.Add(g.Pending[i].Request)
 			}
@@ -404,7 +414,7 @@ func (c *cycle) runStrictFIFO() {
 		}
 		var want Vector
 		if g.Bound < g.MinMember {
-			_, want = minimumOf(g)
+			want = wantOf(g)
 		}
 		qs.gangs, qs.wants = append(qs.gangs, g), append(qs.wants, want)
 		if !c.tryGang(g, qs, len(qs.gangs)-1) {
@@ -442,7 +452,13 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	c.open = c.openFor(g)
 	c.openHolds(g)
 	defer func() { c.open = 0 }()
-	sig, uniform := signatureOf(g.Pending[:need], g.RequiredLevel)
+	var sig gangSignature
+	var uniform bool
+	if sum := g.summary(); sum != nil && sum.minimum {
+		sig, uniform = sum.sig, sum.uniform
+	} else {
+		sig, uniform = signatureOf(g.Pending[:need], g.RequiredLevel)
+	}
 	stuck := stuckGang{g: g, qs: qs, at: int32(at), uniform: uniform}
 	if uniform {
 		stuck.shape = c.shapes.number(sig)

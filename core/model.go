@@ -2,7 +2,10 @@ package core
 
 // This file holds the model the core decides over. Every type is plain data:
 // the caller (the Kubernetes adapter or the simulator) builds a Snapshot, the
-// core reads it and never writes to it.
+// core reads it and never writes to it. (A caller may Seal a gang it keeps
+// from cycle to cycle: the core then reads what Seal recorded.)
+
+import "fmt"
 
 // TaintEffect is what a taint does to members that do not tolerate it.
 type TaintEffect string
@@ -248,6 +251,77 @@ type Gang struct {
 	// NoPreempt: the gang never evicts others to make room for itself
 	// (Kubernetes' preemptionPolicy: Never).
 	NoPreempt bool
+
+	// sealed is what Seal recorded, or nil.
+	sealed *gangSummary
+}
+
+// Seal records what cycles derive from the gang's members alone (their
+// total request, the total of the minimum, whether the minimum's members
+// are alike, whether a request is negative), so that cycle after cycle need
+// not derive it again. A caller that keeps a gang from one snapshot to the
+// next calls Seal after changing its Pending, Bound, MinMember or
+// RequiredLevel; cycles ignore a summary whose member count, first member's
+// address, bound, minimum or required level are not the gang's, and derive
+// what they need then. Changing a member in place after Seal without
+// calling it again is an error that cycles cannot see.
+func (g *Gang) Seal() {
+	s := &gangSummary{pending: len(g.Pending), bound: g.Bound, minMember: g.MinMember, required: g.RequiredLevel}
+	if len(g.Pending) > 0 {
+		s.first = &g.Pending[0]
+	}
+	for i := range g.Pending {
+		m := &g.Pending[i]
+		s.demand = s.demand.Add(m.Request)
+		for d, v := range m.Request {
+			if v < 0 && s.negative == "" {
+				s.negative = fmt.Sprintf("member %s requests a negative amount of resource #%d", m.Name, d)
+			}
+		}
+	}
+	if need := g.MinMember - g.Bound; g.MinMember >= 1 && need > 0 && need <= len(g.Pending) {
+		_, s.want = minimumOf(g)
+		s.sig, s.uniform = signatureOf(g.Pending[:need], g.RequiredLevel)
+		s.minimum = true
+	}
+	g.sealed = s
+}
+
+// gangSummary is what Seal records of a gang.
+type gangSummary struct {
+	pending, bound, minMember int
+	first                     *Member
+	required                  string
+	// negative is validate's text for the first negative request, if any.
+	negative string
+	// demand is the total request of the pending members, pod slots
+	// excluded.
+	demand Vector
+	// With minimum, want is minimumOf's total, and sig and uniform are
+	// signatureOf's of the members the minimum needs.
+	minimum bool
+	want    Vector
+	sig     gangSignature
+	uniform bool
+}
+
+// summary returns what Seal recorded of g if it is still g's, or nil.
+func (g *Gang) summary() *gangSummary {
+	s := g.sealed
+	if s == nil || s.pending != len(g.Pending) || s.bound != g.Bound || s.minMember != g.MinMember ||
+		s.required != g.RequiredLevel || len(g.Pending) > 0 && s.first != &g.Pending[0] {
+		return nil
+	}
+	return s
+}
+
+// wantOf is minimumOf(g)'s total. g must be valid (validate).
+func wantOf(g *Gang) Vector {
+	if s := g.summary(); s != nil && s.minimum {
+		return s.want
+	}
+	_, want := minimumOf(g)
+	return want
 }
 
 // Release is what a running member will give back to its node when it is

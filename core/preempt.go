@@ -839,8 +839,13 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 	var out []*unit
 	var total Vector
 	p.gen++
-	// adds is what u holds beyond the members already listed.
+	// adds is what u holds beyond the members already listed. A unit
+	// without siblings shares no member with another: it adds its amount,
+	// and its members need no mark.
 	adds := func(u *unit) Vector {
+		if len(u.siblings) == 1 {
+			return u.amount
+		}
 		var v Vector
 		for _, mi := range u.members {
 			if p.listed[u.ri][mi] != p.gen {
@@ -850,8 +855,10 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 		return v
 	}
 	list := func(u *unit, add Vector) {
-		for _, mi := range u.members {
-			p.listed[u.ri][mi] = p.gen
+		if len(u.siblings) > 1 {
+			for _, mi := range u.members {
+				p.listed[u.ri][mi] = p.gen
+			}
 		}
 		total = total.Add(add)
 		out = append(out, u)

@@ -186,3 +186,67 @@ func TestFailedMemo(t *testing.T) {
 		}
 	}
 }
+
+// TestSealedGangsPlanAlike runs random snapshots with their gangs sealed
+// and not, and with seals gone stale (a member added, the bound changed,
+// after Seal), and compares plans and diagnostics: a summary changes
+// nothing, and a stale one is not used.
+func TestSealedGangsPlanAlike(t *testing.T) {
+	configs := []Config{
+		{Ordering: FairShare, ReserveAfter: 600, Reservations: 2, ShortestFirst: true},
+		{Ordering: FairShare, Preemption: true, WeighLoss: true, Topology: randomTopology},
+		{Ordering: StrictFIFO},
+	}
+	for seed := uint64(1); seed <= 30; seed++ {
+		for ci, cfg := range configs {
+			name := fmt.Sprintf("seed %d config %d", seed, ci)
+			s := randomSnapshot(seed, 12+int(seed)%20, 300, 6)
+			if cfg.Preemption {
+				addRunning(s, seed)
+			}
+			if cfg.Topology != nil {
+				requireTopology(s, seed)
+			}
+			sched, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, g := range s.Gangs {
+				if i%5 == 0 && len(g.Pending) > 0 {
+					g.Pending[0].Request[gpuDim] = -1 // invalid: validate's message
+				}
+			}
+			want, wantDiag := sched.RunCycle(s, 1000)
+			for _, g := range s.Gangs {
+				g.Seal()
+			}
+			plan, diag := sched.RunCycle(s, 1000)
+			if diff := cmp.Diff(want, plan); diff != "" {
+				t.Fatalf("%s: sealed gangs plan otherwise (-unsealed +sealed):\n%s", name, diff)
+			}
+			if diff := cmp.Diff(messages(wantDiag), messages(diag)); diff != "" {
+				t.Fatalf("%s: sealed gangs are diagnosed otherwise (-unsealed +sealed):\n%s", name, diff)
+			}
+			// Stale seals: every third gang changed after Seal.
+			for i, g := range s.Gangs {
+				switch i % 3 {
+				case 1:
+					g.Pending = append(g.Pending, Member{Name: g.ID + "-extra", Request: Vector{gpuDim: 8, CPU: 1000}})
+				case 2:
+					g.Bound = min(g.Bound+1, g.MinMember)
+				}
+			}
+			stale, staleDiag := sched.RunCycle(s, 1000)
+			for _, g := range s.Gangs {
+				g.sealed = nil
+			}
+			fresh, freshDiag := sched.RunCycle(s, 1000)
+			if diff := cmp.Diff(fresh, stale); diff != "" {
+				t.Fatalf("%s: stale seals were used (-unsealed +stale):\n%s", name, diff)
+			}
+			if diff := cmp.Diff(messages(freshDiag), messages(staleDiag)); diff != "" {
+				t.Fatalf("%s: stale seals were used in diagnostics (-unsealed +stale):\n%s", name, diff)
+			}
+		}
+	}
+}

@@ -140,6 +140,7 @@ func (s *Store) gangOf(c *gangCache, key string) (*core.Gang, bool) {
 				cg.NoPreempt = true // the PriorityClass says so; admission copies it to the pods
 			}
 		}
+		cg.Seal()
 		c.gang, c.asked, c.gangBuilt, c.gangVersion = cg, asked, true, c.version
 	}
 	cg := *c.gang

@@ -164,6 +164,7 @@ func (g *gangPolicy) arrive(jobs []*job) {
 			e.gang.Pending = append(e.gang.Pending, core.Member{Name: mem.name, Request: mem.req, Constraints: mem.cons})
 			e.ix = append(e.ix, int32(m))
 		}
+		e.gang.Seal()
 		g.entries = append(g.entries, e)
 		g.s.snap.Gangs = append(g.s.snap.Gangs, &e.gang)
 		if len(g.opt.wakeAfter) > 0 {
@@ -235,6 +236,7 @@ func (g *gangPolicy) requeue(j *job, m int) {
 	e.ix = append(e.ix, 0)
 	copy(e.ix[k+1:], e.ix[k:])
 	e.ix[k] = int32(m)
+	e.gang.Seal()
 }
 
 // insert puts e into the list at its place in arrival order.
@@ -260,6 +262,7 @@ func (g *gangPolicy) insert(e *gangEntry) {
 func (g *gangPolicy) failed(j *job, m int, node int32, amount core.Vector) {
 	if e, ok := g.byID[j.spec.ID]; ok {
 		e.gang.Bound = j.placed
+		e.gang.Seal()
 	}
 	if g.opt.holdFailed <= 0 || j.start < 0 {
 		return
@@ -367,6 +370,7 @@ func (g *gangPolicy) cycle() error {
 		clear(e.gang.Pending[k:])
 		e.gang.Bound = e.job.placed
 		e.gang.Pending, e.ix = e.gang.Pending[:k], e.ix[:k]
+		e.gang.Seal()
 		e.cursor, e.touched = 0, false
 		if k == 0 {
 			g.dirty = true
@@ -484,6 +488,7 @@ func (g *gangPolicy) evict(evictions []core.Eviction) error {
 		}
 		if e, ok := g.byID[j.spec.ID]; ok {
 			e.gang.Bound = j.placed
+			e.gang.Seal()
 		}
 	}
 	clear(g.victims)
