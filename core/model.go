@@ -252,8 +252,9 @@ type Gang struct {
 	// (Kubernetes' preemptionPolicy: Never).
 	NoPreempt bool
 
-	// sealed is what Seal recorded, or nil.
-	sealed *gangSummary
+	// sealed is what Seal recorded (sealed.ok), kept in the gang for the
+	// cache lines it shares with it.
+	sealed gangSummary
 }
 
 // Seal records what cycles derive from the gang's members alone (their
@@ -266,7 +267,8 @@ type Gang struct {
 // what they need then. Changing a member in place after Seal without
 // calling it again is an error that cycles cannot see.
 func (g *Gang) Seal() {
-	s := &gangSummary{pending: len(g.Pending), bound: g.Bound, minMember: g.MinMember, required: g.RequiredLevel}
+	s := &g.sealed
+	*s = gangSummary{ok: true, pending: len(g.Pending), bound: g.Bound, minMember: g.MinMember, required: g.RequiredLevel}
 	if len(g.Pending) > 0 {
 		s.first = &g.Pending[0]
 	}
@@ -284,11 +286,11 @@ func (g *Gang) Seal() {
 		s.sig, s.uniform = signatureOf(g.Pending[:need], g.RequiredLevel)
 		s.minimum = true
 	}
-	g.sealed = s
 }
 
 // gangSummary is what Seal records of a gang.
 type gangSummary struct {
+	ok                        bool
 	pending, bound, minMember int
 	first                     *Member
 	required                  string
@@ -307,8 +309,8 @@ type gangSummary struct {
 
 // summary returns what Seal recorded of g if it is still g's, or nil.
 func (g *Gang) summary() *gangSummary {
-	s := g.sealed
-	if s == nil || s.pending != len(g.Pending) || s.bound != g.Bound || s.minMember != g.MinMember ||
+	s := &g.sealed
+	if !s.ok || s.pending != len(g.Pending) || s.bound != g.Bound || s.minMember != g.MinMember ||
 		s.required != g.RequiredLevel || len(g.Pending) > 0 && s.first != &g.Pending[0] {
 		return nil
 	}

@@ -683,7 +683,7 @@ func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) 
 		c.sched.shortcuts.reused.Add(1)
 		return l.units, l.total
 	}
-	units, total := c.eligible(p, g, qs, want)
+	units, total := c.eligibleOwn(p, g, qs, want, false)
 	if p.lists == nil {
 		p.lists = make(map[candidatesKey]candidateList)
 	}
@@ -827,6 +827,12 @@ func (c *cycle) trial(g *Gang, members []Member, want Vector, t *txn) bool {
 // eligible lists, cheapest first, the units g may evict, and what they hold
 // together (a member in several listed units counted once).
 func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
+	return c.eligibleOwn(p, g, qs, want, true)
+}
+
+// eligibleOwn is eligible; own says whether g may have running units,
+// which are not its own candidates.
+func (c *cycle) eligibleOwn(p *preemption, g *Gang, qs *queueState, want Vector, own bool) ([]*unit, Vector) {
 	waited := c.now-g.Arrival >= c.cfg.ReclaimAfter
 	if !waited {
 		c.changesAt(g.Arrival + c.cfg.ReclaimAfter)
@@ -870,7 +876,7 @@ func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([
 		units = units[:sort.Search(len(units), func(i int) bool { return units[i].run.Priority >= g.Priority })]
 	}
 	for _, u := range units {
-		if u.taken || u.run.Gang == g.ID {
+		if u.taken || own && u.run.Gang == g.ID {
 			continue
 		}
 		if u.qs == qs {

@@ -238,7 +238,7 @@ func TestSealedGangsPlanAlike(t *testing.T) {
 			}
 			stale, staleDiag := sched.RunCycle(s, 1000)
 			for _, g := range s.Gangs {
-				g.sealed = nil
+				g.sealed = gangSummary{}
 			}
 			fresh, freshDiag := sched.RunCycle(s, 1000)
 			if diff := cmp.Diff(fresh, stale); diff != "" {
