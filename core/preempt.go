@@ -515,10 +515,22 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		}
 		return
 	}
-	// Whatever is tried and given up is undone in the index, its order
-	// included: an attempt that evicts nothing leaves no trace.
-	mark := c.x.mark()
-	giveUp := func() {
+	// With WeighLoss, whatever is tried and given up is undone in the
+	// index, its order included: an attempt that evicts nothing leaves no
+	// trace, so that one refused without trials (above) decides as one
+	// tried would have. Without it no attempt is skipped, and a given-up
+	// attempt leaves the nodes it freed and took back where they moved in
+	// their buckets, as it always did.
+	journal := c.cfg.WeighLoss
+	var mark int
+	if journal {
+		mark = c.x.mark()
+	}
+	giveUp := func(otherwise func()) {
+		if !journal {
+			otherwise()
+			return
+		}
 		c.x.undo(mark)
 		for _, u := range cands {
 			freed := p.freed[u.ri]
@@ -540,7 +552,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	}
 	setPrefix(len(cands))
 	if !c.trial(g, members, want, t) {
-		giveUp()
+		giveUp(func() { setPrefix(0) })
 		if uniform {
 			p.failed.add(key)
 		}
@@ -568,8 +580,13 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		}
 		c.freeUnit(p, chosen[i])
 	}
+	unfreeChosen := func() {
+		for _, u := range chosen {
+			c.unfreeUnit(p, u)
+		}
+	}
 	if c.cfg.WeighLoss && !c.paysOff(p, g, qs, members, chosen) {
-		giveUp()
+		giveUp(unfreeChosen)
 		// A gang of the same shape, queue and priority has the same
 		// candidates, and would be refused as well, unless its wait or
 		// arrival makes a difference to them.
@@ -582,10 +599,12 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	if _, ok := c.placeMinimum(g, members, want, t); !ok {
 		// The index's order changed under the trials and the heuristic
 		// placement found no room after all: evict nothing.
-		giveUp()
+		giveUp(unfreeChosen)
 		return
 	}
-	c.x.commit()
+	if journal {
+		c.x.commit()
+	}
 	c.commitPreemption(p, s, want, chosen, t)
 }
 
