@@ -14,6 +14,8 @@
 #                             [built by hack/operators/build.sh, cached in .cache/operators]
 #   PHALANX_HELM              the helm binary for test/e2e/helm_test.go [built by hack/helm.sh,
 #                             cached in .cache/helm]
+# It exports PHALANX_KUBECTL, the kubectl built with the cluster's binaries
+# (hack/k8s-tools/build.sh), for test/e2e/status_test.go's `kubectl phalanx`.
 # On a fresh machine the first run builds the Kubernetes binaries (~10-20 min on 2 cores) and
 # the job operators (hack/operators/build.sh, see its header for the time).
 set -euo pipefail
@@ -49,6 +51,8 @@ hack/local-cluster.sh down >/dev/null 2>&1 || true
 KUBECONFIG=$(hack/local-cluster.sh up | tail -n1)
 export KUBECONFIG
 echo "test-e2e: cluster up, KUBECONFIG=$KUBECONFIG" >&2
+PHALANX_KUBECTL=$(sed -n 's/^PHALANX_K8S_BIN=//p' "$PHALANX_CLUSTER_DIR/env")/kubectl
+export PHALANX_KUBECTL
 
 status=0
 "$GO" test -race -tags e2e -count=1 -v -timeout 20m ./test/e2e "$@" || status=$?

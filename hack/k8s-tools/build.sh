@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds etcd, kube-apiserver, kube-scheduler and kwok from the Go module proxy, pinned by this
-# folder's go.mod/go.sum, in ONE `go build` so the four binaries share their compile work.
+# Builds etcd, kube-apiserver, kube-scheduler, kubectl and kwok from the Go module proxy, pinned by
+# this folder's go.mod/go.sum, in ONE `go build` so the five binaries share their compile work.
+# (kubectl: the e2e tests run `kubectl phalanx`, the plugin, through it.)
 #
 #   hack/k8s-tools/build.sh          # prints the bin directory as the LAST line of stdout
 #
@@ -18,7 +19,7 @@ hash_cmd() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasu
 key=$( { cat "$here/go.mod" "$here/go.sum" "$here/build.sh"; uname -s -m; } | hash_cmd | cut -c1-12)
 out=$cache_root/$key
 bin=$out/bin
-bins=(etcd kube-apiserver kube-scheduler kwok)
+bins=(etcd kube-apiserver kube-scheduler kubectl kwok)
 
 complete() {
   local b
@@ -50,7 +51,7 @@ vpkg=k8s.io/component-base/version
 ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
 ldflags+=" -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=1970-01-01T00:00:00Z"
 
-echo "build.sh: building etcd, kube-apiserver ($k8s_version), kube-scheduler, kwok into $bin" >&2
+echo "build.sh: building etcd, kube-apiserver ($k8s_version), kube-scheduler, kubectl, kwok into $bin" >&2
 echo "build.sh: a cold build takes ~10 min on 2 cores; warm ~10-20 s" >&2
 tmp=$(mktemp -d "$out.tmp.XXXXXX")
 chmod 755 "$tmp"
@@ -64,6 +65,7 @@ start=$SECONDS
     go.etcd.io/etcd/server/v3 \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-scheduler \
+    k8s.io/kubernetes/cmd/kubectl \
     sigs.k8s.io/kwok/cmd/kwok
 )
 mv "$tmp/server" "$tmp/etcd"   # the etcd main package is named after its directory

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // TestStatusCommand runs `phalanx status` against the cluster while one gang
 // runs and one waits, and checks what it prints: the queue with its counts
 // and GPUs, both gangs with the waiting one's reason, and the waiting
-// gang's conditions and Event.
+// gang's conditions and Event. Then the same binary as the kubectl plugin:
+// a real kubectl lists it and runs `kubectl phalanx status`.
 func TestStatusCommand(t *testing.T) {
 	e := newEnv(t)
 	e.addNodes(kwokNodes("status", 3).CPU("4").Memory("16Gi").GPUs(1))
@@ -127,5 +129,36 @@ func TestStatusCommand(t *testing.T) {
 		if !strings.Contains(explain, want) {
 			t.Errorf("explain lacks %q", want)
 		}
+	}
+
+	// The kubectl plugin: the same binary linked as kubectl-phalanx on the
+	// PATH, run by a real kubectl.
+	kubectl := os.Getenv("PHALANX_KUBECTL")
+	if kubectl == "" {
+		t.Fatal("PHALANX_KUBECTL is not set: run the suite with hack/test-e2e.sh, which exports the kubectl hack/k8s-tools/build.sh builds")
+	}
+	plugins := t.TempDir()
+	if err := os.Symlink(bin, filepath.Join(plugins, "kubectl-phalanx")); err != nil {
+		t.Fatal(err)
+	}
+	kubectlRun := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(kubectl, args...)
+		cmd.Env = append(os.Environ(), "PATH="+plugins+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("kubectl %s:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+	if list := kubectlRun("plugin", "list"); !strings.Contains(list, filepath.Join(plugins, "kubectl-phalanx")) {
+		t.Errorf("kubectl plugin list does not name %s", filepath.Join(plugins, "kubectl-phalanx"))
+	}
+	if got, want := lineOf(kubectlRun("phalanx", "status", "queues"), queue), lineOf(status("queues"), queue); got != want {
+		t.Errorf("kubectl phalanx status queues: %q, want phalanx status's %q", got, want)
+	}
+	if got := kubectlRun("phalanx", "status", "explain", e.ns+"/big"); !strings.Contains(got, "PodGroup "+e.ns+"/big, queue "+queue) {
+		t.Errorf("kubectl phalanx status explain names no PodGroup %s/big", e.ns)
 	}
 }
