@@ -5,7 +5,8 @@ package sim
 // and updates it incrementally: the state writes node Used and queue
 // Allocated as members bind and free, and this file keeps Snapshot.Gangs, the
 // gangs that still have pending members, in arrival order (Submit, then ID,
-// the core's own tie rule, so the core never has to sort). Each cycle hands
+// the core's own tie rule, so the core never has to sort), each sealed
+// (core.Gang.Seal) after every change to its members or bound. Each cycle hands
 // the snapshot to RunCycle, checks every bind of the plan against the
 // snapshot (known gang, member and node, admitted by the node's filters,
 // fits its free resources) and applies it through the state, then checks and
