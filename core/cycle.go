@@ -287,15 +287,23 @@ func validate(g *Gang, levels []string) (GangStatus, bool) {
 		}
 		return GangStatus{}, false
 	}
-	for i := range g.Pending {
-		for d, v := range g.Pending[i].Request {
+	if msg := negativeRequest(g.Pending); msg != "" {
+		return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: msg}, true
+	}
+	return GangStatus{}, false
+}
+
+// negativeRequest says which member first requests a negative amount of a
+// resource, or "".
+func negativeRequest(members []Member) string {
+	for i := range members {
+		for d, v := range members[i].Request {
 			if v < 0 {
-				return GangStatus{Gang: g.ID, Reason: ReasonInvalid, Need: need, text: fmt.Sprintf(
-					"member %s requests a negative amount of resource #%d", g.Pending[i].Name, d)}, true
+				return fmt.Sprintf("member %s requests a negative amount of resource #%d", members[i].Name, d)
 			}
 		}
 	}
-	return GangStatus{}, false
+	return ""
 }
 
 func (c *cycle) pending(g *Gang, r Reason, need int, text string) {
@@ -332,10 +340,8 @@ func (c *cycle) runFairShare() {
 		for _, g := range qs.gangs {
 			if sum := g.summary(); sum != nil {
 				qs.demand = qs.demand.Add(sum.demand)
-				continue
-			}
-			for i := range g.Pending {
-				qs.demand = qs.demand.Add(g.Pending[i].Request)
+			} else {
+				qs.demand = qs.demand.Add(demandOf(g.Pending))
 			}
 		}
 		h = append(h, qs)
@@ -543,6 +549,15 @@ func podRequest(m *Member) Vector { return withPod(m.Request) }
 func withPod(r Vector) Vector {
 	r[Pods] = 1
 	return r
+}
+
+// demandOf is the total request of members, pod slots excluded.
+func demandOf(members []Member) Vector {
+	var v Vector
+	for i := range members {
+		v = v.Add(members[i].Request)
+	}
+	return v
 }
 
 // minimumOf returns the pending members g still needs to reach MinMember

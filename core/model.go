@@ -5,8 +5,6 @@ package core
 // core reads it and never writes to it. (A caller may Seal a gang it keeps
 // from cycle to cycle: the core then reads what Seal recorded.)
 
-import "fmt"
-
 // TaintEffect is what a taint does to members that do not tolerate it.
 type TaintEffect string
 
@@ -272,15 +270,7 @@ func (g *Gang) Seal() {
 	if len(g.Pending) > 0 {
 		s.first = &g.Pending[0]
 	}
-	for i := range g.Pending {
-		m := &g.Pending[i]
-		s.demand = s.demand.Add(m.Request)
-		for d, v := range m.Request {
-			if v < 0 && s.negative == "" {
-				s.negative = fmt.Sprintf("member %s requests a negative amount of resource #%d", m.Name, d)
-			}
-		}
-	}
+	s.demand, s.negative = demandOf(g.Pending), negativeRequest(g.Pending)
 	if need := g.MinMember - g.Bound; g.MinMember >= 1 && need > 0 && need <= len(g.Pending) {
 		_, s.want = minimumOf(g)
 		s.sig, s.uniform = signatureOf(g.Pending[:need], g.RequiredLevel)

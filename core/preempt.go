@@ -590,7 +590,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 		// A gang of the same shape, queue and priority has the same
 		// candidates, and would be refused as well, unless its wait or
 		// arrival makes a difference to them.
-		if uniform && c.cfg.ReclaimAfter == 0 && !c.cfg.ReclaimYoungerOnly {
+		if uniform && c.sameCandidates() {
 			p.failed.add(key)
 		}
 		return
@@ -624,7 +624,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 // candidates do.
 func (c *cycle) cannotPayOff(p *preemption, g *Gang, qs *queueState, members []Member, cands []*unit) bool {
 	gpu := c.x.gpu
-	if gpu < 0 || c.cfg.ReclaimAfter != 0 || c.cfg.ReclaimYoungerOnly {
+	if gpu < 0 || !c.sameCandidates() {
 		return false
 	}
 	var accel, wantAccel int64
@@ -673,6 +673,14 @@ func (c *cycle) cannotPayOff(p *preemption, g *Gang, qs *queueState, members []M
 	return loss > gain || lack > 0
 }
 
+// sameCandidates reports whether gangs of one queue and priority get the
+// same candidates whatever their wait and arrival: neither ReclaimAfter nor
+// ReclaimYoungerOnly is set. A refusal is then remembered for their shape,
+// and candidate lists are shared.
+func (c *cycle) sameCandidates() bool {
+	return c.cfg.ReclaimAfter == 0 && !c.cfg.ReclaimYoungerOnly
+}
+
 // accelCost is what evicting one member loses per accelerator, and its
 // accelerators.
 type accelCost struct{ per, n int64 }
@@ -682,8 +690,8 @@ type accelCost struct{ per, n int64 }
 // constraints, and who reclaim or not alike. Their own units aside: a gang
 // with running members lists neither from nor into p.lists.
 func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
-	if c.cfg.ReclaimYoungerOnly || c.cfg.ReclaimAfter != 0 || c.sched.noShortcuts {
-		return c.eligible(p, g, qs, want)
+	if !c.sameCandidates() || c.sched.noShortcuts {
+		return c.eligible(p, g, qs, want, true)
 	}
 	if p.running == nil {
 		p.running = make(map[string]struct{})
@@ -694,7 +702,7 @@ func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) 
 		}
 	}
 	if _, own := p.running[g.ID]; own {
-		return c.eligible(p, g, qs, want)
+		return c.eligible(p, g, qs, want, true)
 	}
 	k := candidatesKey{qs: qs, priority: g.Priority, cons: g.Pending[0].Constraints,
 		reclaims: c.now >= g.Arrival && !overused(qs.allocated.Add(want), qs.deserved)}
@@ -702,7 +710,7 @@ func (c *cycle) candidates(p *preemption, g *Gang, qs *queueState, want Vector) 
 		c.sched.shortcuts.reused.Add(1)
 		return l.units, l.total
 	}
-	units, total := c.eligibleOwn(p, g, qs, want, false)
+	units, total := c.eligible(p, g, qs, want, false)
 	if p.lists == nil {
 		p.lists = make(map[candidatesKey]candidateList)
 	}
@@ -844,14 +852,9 @@ func (c *cycle) trial(g *Gang, members []Member, want Vector, t *txn) bool {
 }
 
 // eligible lists, cheapest first, the units g may evict, and what they hold
-// together (a member in several listed units counted once).
-func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector) ([]*unit, Vector) {
-	return c.eligibleOwn(p, g, qs, want, true)
-}
-
-// eligibleOwn is eligible; own says whether g may have running units,
-// which are not its own candidates.
-func (c *cycle) eligibleOwn(p *preemption, g *Gang, qs *queueState, want Vector, own bool) ([]*unit, Vector) {
+// together (a member in several listed units counted once). own says
+// whether g may have running units, which are not its candidates.
+func (c *cycle) eligible(p *preemption, g *Gang, qs *queueState, want Vector, own bool) ([]*unit, Vector) {
 	waited := c.now-g.Arrival >= c.cfg.ReclaimAfter
 	if !waited {
 		c.changesAt(g.Arrival + c.cfg.ReclaimAfter)
