@@ -2,12 +2,13 @@
 # The scale benchmark of issue 12 on the local control plane: 5,000 nodes x 8
 # GPUs and 150,000 pods (half running, half pending, in gangs of 1, 8 and
 # 64). For each client QPS it measures a raw binder (the API server's limit),
-# Phalanx and kube-scheduler (the same pods without gangs): time from process
-# start to informers synced, to the first bind and to the last, pods/s, peak
-# RSS, and Phalanx's cycle time percentiles. Prints figures; asserts nothing.
+# bare informers on pods and nodes (the floor of a restart), Phalanx and
+# kube-scheduler (the same pods without gangs): time from process start to
+# informers synced, to the first bind and to the last, pods/s, peak RSS, and
+# Phalanx's cycle time percentiles. Prints figures; asserts nothing.
 #
 #   hack/bench-scale.sh [--nodes 5000] [--pods 150000] [--qps 1000,5000]
-#                       [--schedulers raw,phalanx,kube-scheduler] [--gangs 1,8,64]
+#                       [--schedulers raw,informers,phalanx,kube-scheduler] [--gangs 1,8,64]
 #   hack/bench-scale.sh --nodes 200 --pods 6000      # a quick run, about 3 min
 #
 # The full default takes about an hour on 2 cores. It starts its own cluster

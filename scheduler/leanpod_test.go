@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/randfill"
 )
 
@@ -330,6 +331,29 @@ func BenchmarkPodCacheBytes(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		b.Run(tc.name+"/cached", func(b *testing.B) {
+			for range b.N {
+				before := heapInUse()
+				idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+				st := NewStore([]string{"phalanx"})
+				trim := trimForCache(newSharer())
+				for i := range data {
+					p := &corev1.Pod{}
+					if err := p.Unmarshal(data[i]); err != nil {
+						b.Fatal(err)
+					}
+					o, _ := trim(p)
+					if err := idx.Add(o); err != nil {
+						b.Fatal(err)
+					}
+					st.SetPod(o.(*corev1.Pod))
+				}
+				after := heapInUse()
+				b.ReportMetric(float64(after-before)/n, "B/pod")
+				runtime.KeepAlive(idx)
+				runtime.KeepAlive(st)
+			}
+		})
 		for _, lean := range []bool{false, true} {
 			name := tc.name + "/whole"
 			if lean {

@@ -154,7 +154,15 @@ func fixed(name corev1.ResourceName) int {
 //   - plus the pod overhead.
 //
 // A limit stands in for a missing request, as the API server defaults it.
+//
+// The result is read only: for a pod of one container with requests only
+// (most pods, once leanPod has dropped the limits that requests cover), it
+// is that container's own map.
 func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	if s := &pod.Spec; len(s.Containers) == 1 && len(s.InitContainers) == 0 && s.Resources == nil && len(s.Overhead) == 0 &&
+		len(s.Containers[0].Resources.Limits) == 0 && s.Containers[0].Resources.Requests != nil {
+		return s.Containers[0].Resources.Requests
+	}
 	sum := corev1.ResourceList{}
 	for i := range pod.Spec.Containers {
 		addTo(sum, containerRequests(&pod.Spec.Containers[i]))

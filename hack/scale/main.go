@@ -10,6 +10,9 @@
 //   - raw: a bare client in this program that binds every pending pod to a
 //     node computed in advance, through pods/binding, as fast as its workers
 //     and the client QPS allow: the API server's limit on this machine;
+//   - informers: a child process of this program that only syncs
+//     client-go's informers on pods and nodes, with no handler: the floor
+//     of a scheduler's restart on this machine (informers.go);
 //   - phalanx: bin/phalanx scheduler, the pods in gangs (ACK pod-group
 //     labels);
 //   - kube-scheduler: the upstream scheduler of the same Kubernetes version,
@@ -60,6 +63,17 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == informersOnly {
+		qps, err := strconv.ParseFloat(os.Args[3], 64)
+		if err == nil {
+			err = syncInformers(os.Args[2], qps)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "scale:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var c config
 	var gangs, qps, schedulers, phalanxArgs string
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
@@ -74,7 +88,7 @@ func main() {
 	flag.IntVar(&c.pods, "pods", 150000, "pods: half running, half pending")
 	flag.StringVar(&gangs, "gangs", "1,8,64", "gang sizes, each taking an equal share of the pods of each half")
 	flag.StringVar(&qps, "qps", "1000,5000", "client QPS of the schedulers (burst twice that), one measurement each")
-	flag.StringVar(&schedulers, "schedulers", "raw,phalanx,kube-scheduler", "what to measure at each QPS, in order")
+	flag.StringVar(&schedulers, "schedulers", "raw,informers,phalanx,kube-scheduler", "what to measure at each QPS, in order")
 	flag.IntVar(&c.rawWorkers, "raw-workers", 32, "binds in flight at once in the raw binder (Phalanx's --bind-workers default)")
 	flag.IntVar(&c.createQPS, "create-qps", 6000, "QPS of this program's own clients, which create and delete the pods")
 	flag.IntVar(&c.createWorkers, "create-workers", 96, "requests in flight at once when creating and deleting")
@@ -95,11 +109,11 @@ func main() {
 	}
 	for _, s := range strings.Split(schedulers, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "raw", "phalanx", "kube-scheduler":
+		case "raw", "informers", "phalanx", "kube-scheduler":
 			c.schedulers = append(c.schedulers, s)
 		case "":
 		default:
-			fmt.Fprintf(os.Stderr, "scale: unknown scheduler %q (want raw, phalanx, kube-scheduler)\n", s)
+			fmt.Fprintf(os.Stderr, "scale: unknown scheduler %q (want raw, informers, phalanx, kube-scheduler)\n", s)
 			os.Exit(2)
 		}
 	}
@@ -183,7 +197,11 @@ func run(c config) error {
 			if s == "kube-scheduler" && c.kubeScheduler == "" {
 				continue
 			}
-			r, err := b.measure(ctx, s, qps)
+			measure := b.measure
+			if s == "informers" {
+				measure = func(ctx context.Context, _ string, qps int) (result, error) { return b.measureInformers(ctx, qps) }
+			}
+			r, err := measure(ctx, s, qps)
 			if err != nil {
 				return fmt.Errorf("%s at QPS %d: %w", s, qps, err)
 			}

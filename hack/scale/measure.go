@@ -472,13 +472,16 @@ func printTable(results []result) {
 	for _, r := range results {
 		a, s := r.rates()
 		pods := strconv.Itoa(r.pods)
-		if r.bound != r.pods {
+		switch {
+		case r.sched == "informers":
+			pods = "— (" + r.note + ")"
+		case r.bound != r.pods:
 			pods = fmt.Sprintf("%d (%d bound: %s)", r.pods, r.bound, r.note)
 		}
 		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.sched, r.qps, pods,
 			secs(r.synced), secs(r.first), secs(r.all), a, s, mib(r.rss), mib(r.apiRSS), mib(r.etcdRSS), r.cycleText(), r.load)
 	}
 	fmt.Println()
-	fmt.Println("Times are from the scheduler's process start (raw: from its first bind request). RSS: the scheduler's VmHWM; the API server's and etcd's highest VmRSS sampled during the run.")
+	fmt.Println("Times are from the scheduler's process start (raw: from its first bind request; informers: bare informers on pods and nodes, which bind nothing). RSS: the scheduler's VmHWM; the API server's and etcd's highest VmRSS sampled during the run.")
 	fmt.Println("Cycle percentiles are estimated from phalanx_cycle_duration_seconds buckets (powers of 2 from 0.5 ms), scraped when the last pod was bound.")
 }
