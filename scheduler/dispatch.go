@@ -204,8 +204,12 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 		default:
 			c.pending++
 		}
+		// last points to a copy on the stack: most gangs have a verdict
+		// and most are unchanged, so only those that go to todo get one
+		// of their own on the heap.
 		var last *verdict
-		if verd, ok := s.verdicts[key]; ok {
+		verd, ok := s.verdicts[key]
+		if ok {
 			last = &verd
 		}
 		var admitted bool
@@ -221,7 +225,12 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			continue
 		}
 		s.published[key] = shown
-		todo = append(todo, work{key, v, last, admitted, why, shown.forecast})
+		var kept *verdict
+		if ok {
+			kept = new(verdict)
+			*kept = verd
+		}
+		todo = append(todo, work{key, v, kept, admitted, why, shown.forecast})
 	}
 	slices.SortFunc(todo, func(a, b work) int { return strings.Compare(a.key, b.key) })
 	for _, w := range todo {

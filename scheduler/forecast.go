@@ -52,10 +52,11 @@ type forecastState struct {
 
 // maybeForecast starts a forecast over snap, the snapshot of the cycle of
 // time now, if the period has passed since the previous one started and
-// none is running. Loop goroutine only.
-func (s *Scheduler) maybeForecast(ctx context.Context, snap *core.Snapshot, now time.Time) {
+// none is running, and says whether it did: the forecast then reads snap
+// while the loop goes on. Loop goroutine only.
+func (s *Scheduler) maybeForecast(ctx context.Context, snap *core.Snapshot, now time.Time) bool {
 	if s.opts.ForecastPeriod <= 0 || s.fc.running || now.Before(s.fc.next) {
-		return
+		return false
 	}
 	s.fc.running, s.fc.next = true, now.Add(s.opts.ForecastPeriod)
 	opts := core.ForecastOptions{Horizon: int64(s.opts.ForecastHorizon / time.Second), Step: forecastStep}
@@ -71,6 +72,7 @@ func (s *Scheduler) maybeForecast(ctx context.Context, snap *core.Snapshot, now 
 			s.metrics.ForecastDuration.Observe(took.Seconds())
 		})
 	}()
+	return true
 }
 
 // applyForecast keeps the forecast f, computed at time at, for the next

@@ -479,5 +479,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	}
 	s.publish(ctx, snap, views, metav1.NewTime(start))
 	s.saveState()
-	s.maybeForecast(ctx, snap, start)
+	if !s.maybeForecast(ctx, snap, start) {
+		s.store.Recycle(snap, views)
+	}
 }

@@ -242,6 +242,34 @@ func labelMin(g *gangInfo, v *gangView) int {
 	return int(agreed)
 }
 
+// Recycle hands back a snapshot and its views that nothing reads any more:
+// the next snapshot fills them again. The scheduler hands back every
+// cycle's but those a forecast goes on reading.
+func (s *Store) Recycle(snap *core.Snapshot, views map[string]*gangView) {
+	clear(views)
+	s.spareViews = views
+	clear(snap.Nodes) // what they point to may go
+	clear(snap.Running)
+	clear(snap.Releases)
+	clear(snap.Gangs)
+	s.spare = core.Snapshot{Nodes: snap.Nodes[:0], Running: snap.Running[:0], Releases: snap.Releases[:0], Gangs: snap.Gangs[:0]}
+}
+
+func orNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// withRoom returns s emptied, with room for n elements.
+func withRoom[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
 func queueAnnotation(p *corev1.Pod) string {
 	if q := p.Annotations[AnnotationQueue]; q != "" {
 		return q
@@ -252,14 +280,29 @@ func queueAnnotation(p *corev1.Pod) string {
 // Snapshot builds the core's snapshot of the current state and the views of
 // the gangs it contains, keyed by gang key.
 func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
-	snap := &core.Snapshot{}
+	// The lists that hold every node, running gang and release are filled
+	// again in the memory of a snapshot handed back (Recycle), or made to
+	// the size of the last: at 150,000 pods, growing them anew each cycle
+	// was most of what the scheduler allocated.
+	spare := s.spare
+	s.spare = core.Snapshot{}
+	snap := &core.Snapshot{
+		Nodes:    spare.Nodes[:0],
+		Running:  withRoom(spare.Running, s.sizes.Running),
+		Releases: withRoom(spare.Releases, s.sizes.Releases),
+		Gangs:    withRoom(spare.Gangs, s.sizes.Gangs),
+	}
 	now := s.now().Unix()
 	order := s.sortedNodes()
-	snap.Nodes = make([]core.Node, 0, len(order))
+	snap.Nodes = withRoom(snap.Nodes, len(order))
 	for _, name := range order {
 		snap.Nodes = append(snap.Nodes, s.nodes[name].node)
 	}
-	views := make(map[string]*gangView, len(s.gangs))
+	views := s.spareViews
+	s.spareViews = nil
+	if views == nil {
+		views = make(map[string]*gangView, len(s.gangs))
+	}
 	allocated := map[string]core.Vector{}
 	reserving := s.reservations()
 	var models map[string]bool // GPU models the nodes have, computed on first use
@@ -294,6 +337,9 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		}
 		snap.Gangs = append(snap.Gangs, cg)
 	}
+	s.sizes.Running, s.sizes.Releases, s.sizes.Gangs = len(snap.Running), len(snap.Releases), len(snap.Gangs)
+	// Empty is nil, whatever memory the lists came in.
+	snap.Nodes, snap.Running, snap.Releases, snap.Gangs = orNil(snap.Nodes), orNil(snap.Running), orNil(snap.Releases), orNil(snap.Gangs)
 	slices.SortFunc(snap.Running, func(a, b core.Running) int { return cmp.Compare(a.Gang, b.Gang) })
 	s.snapshotPods(snap, order, asked) // podterms.go
 	snap.Holds = s.snapshotHolds(order, now)

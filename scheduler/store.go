@@ -110,6 +110,12 @@ type Store struct {
 	// confirmations counts the pods seen bound where the store had assumed
 	// them: news that changes no decision (Scheduler.loop).
 	confirmations int
+	// spare and spareViews hold the lists and views of the last snapshot
+	// handed back (Recycle); sizes, the lengths of the lists of the last
+	// snapshot built.
+	spare      core.Snapshot
+	spareViews map[string]*gangView
+	sizes struct{ Running, Releases, Gangs int }
 }
 
 type nodeInfo struct {

@@ -180,7 +180,10 @@ func cacheRun(t *testing.T, seed int64, steps int) {
 		case 20:
 			s.DeletePDB("ns", "tf")
 		}
-		s.Snapshot() // the cycle's own snapshot, which fills the caches
+		// The cycle's own snapshot, which fills the caches; handed back as
+		// the scheduler does, so that the fresh one below is built in its
+		// memory.
+		s.Recycle(s.Snapshot())
 		saved := map[string]*gangCache{}
 		for key, g := range s.gangs {
 			saved[key], g.cache = g.cache, nil
