@@ -115,7 +115,7 @@ type Store struct {
 	// snapshot built.
 	spare      core.Snapshot
 	spareViews map[string]*gangView
-	sizes struct{ Running, Releases, Gangs int }
+	sizes      struct{ Running, Releases, Gangs int }
 }
 
 type nodeInfo struct {
