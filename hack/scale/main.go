@@ -55,7 +55,7 @@ type config struct {
 	nodes, gpusPerNode, pods                                 int
 	gangs, qps                                               []int
 	schedulers                                               []string
-	phalanxArgs                                              []string
+	phalanxArgs, phalanxEnv                                  []string
 	rawWorkers, createQPS, createWorkers, clients            int
 	apiserverPID, etcdPID                                    int
 	timeout                                                  time.Duration
@@ -75,10 +75,12 @@ func main() {
 		return
 	}
 	var c config
-	var gangs, qps, schedulers, phalanxArgs string
+	var gangs, qps, schedulers, phalanxArgs, phalanxEnv string
 	flag.StringVar(&c.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster")
 	flag.StringVar(&c.phalanx, "phalanx", "bin/phalanx", "phalanx binary")
 	flag.StringVar(&phalanxArgs, "phalanx-args", "", "more flags of phalanx scheduler, separated by spaces (e.g. --profiling)")
+	flag.StringVar(&phalanxEnv, "phalanx-env", "", "more environment of phalanx scheduler, NAME=VALUE separated by spaces "+
+		"(e.g. GOMEMLIMIT=966367641, what it sets itself in a container limited to 1 GiB)")
 	flag.StringVar(&c.kubeScheduler, "kube-scheduler", "", "kube-scheduler binary (empty: skip it)")
 	flag.StringVar(&c.crds, "crds", "deploy/crds", "folder of the CRD manifests to install")
 	flag.StringVar(&c.logDir, "log-dir", os.TempDir(), "folder of the schedulers' logs")
@@ -98,7 +100,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 30*time.Minute, "longest wait for one scheduler to bind the pending half")
 	flag.IntVar(&c.minFreeMiB, "min-available-mib", 3072, "stop creating pods when the machine's MemAvailable falls below this")
 	flag.Parse()
-	c.phalanxArgs = strings.Fields(phalanxArgs)
+	c.phalanxArgs, c.phalanxEnv = strings.Fields(phalanxArgs), strings.Fields(phalanxEnv)
 	var err error
 	if c.gangs, err = intList(gangs); err == nil {
 		c.qps, err = intList(qps)

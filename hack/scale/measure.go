@@ -92,6 +92,7 @@ func (b *bench) measure(ctx context.Context, sched string, qps int) (result, err
 			args := []string{"scheduler", "--kubeconfig", b.c.kubeconfig, "--leader-elect=false",
 				"--address", addr, "--kube-api-qps", q, "--kube-api-burst", burst}
 			cmd = exec.Command(b.c.phalanx, append(args, b.c.phalanxArgs...)...)
+			cmd.Env = append(os.Environ(), b.c.phalanxEnv...)
 			readyURL, mURL = "http://"+addr+"/readyz", "http://"+addr+"/metrics"
 		} else {
 			// Its secure port serves /readyz, which waits for its informers,
