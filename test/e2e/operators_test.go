@@ -62,6 +62,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -382,6 +383,35 @@ func startOperator(t *testing.T, name string, args ...string) (stop func()) {
 // tail of its log is printed.
 func runOperator(t *testing.T, p operatorProc) (stop func()) {
 	t.Helper()
+	stop, err := tryOperator(t, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stop
+}
+
+// runOperatorOnFreePorts runs the operator that build describes with ports it picks by
+// freePort. freePort can only say that a port was free a moment ago: if the operator exits
+// before it is ready because one of its ports was taken meanwhile, build is called again for
+// other ports, up to three times in all.
+func runOperatorOnFreePorts(t *testing.T, build func() operatorProc) (stop func()) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		stop, err := tryOperator(t, build())
+		if err == nil {
+			return stop
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("attempt %d: a port was taken meanwhile; starting it again on others: %v", attempt, err)
+	}
+}
+
+// tryOperator is runOperator, returning the error of an operator that does not become ready;
+// it is then stopped, and its early exit is not a failure of the test by itself.
+func tryOperator(t *testing.T, p operatorProc) (stop func(), err error) {
+	t.Helper()
 	bin := filepath.Join(operatorsDir(t), "bin", p.name)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("operator %s: %v", p.name, err)
@@ -414,6 +444,7 @@ func runOperator(t *testing.T, p operatorProc) (stop func()) {
 		close(exited)
 	}()
 	var once sync.Once
+	quiet := false // set when tryOperator returns the early exit as its error
 	stop = func() {
 		once.Do(func() {
 			early := false
@@ -431,10 +462,10 @@ func runOperator(t *testing.T, p operatorProc) (stop func()) {
 				}
 			}
 			logFile.Close()
-			if early {
+			if early && !quiet {
 				t.Errorf("%s exited before the test stopped it: %v", p.name, waitErr)
 			}
-			if early || t.Failed() {
+			if (early && !quiet) || t.Failed() {
 				t.Logf("---- last lines of %s ----\n%s", logPath, logTail(logPath, 40))
 			}
 		})
@@ -460,12 +491,13 @@ func runOperator(t *testing.T, p operatorProc) (stop func()) {
 			return resp.StatusCode == http.StatusOK, nil
 		})
 		if err != nil {
+			quiet = true
 			stop()
-			t.Fatalf("%s not ready at %s: %v (last answer: %s); log: %s\n%s", p.name, p.ready, err, last, logPath, logTail(logPath, 40))
+			return nil, fmt.Errorf("%s not ready at %s: %v (last answer: %s); log: %s\n%s", p.name, p.ready, err, last, logPath, logTail(logPath, 40))
 		}
 		t.Logf("%s is ready", p.name)
 	}
-	return stop
+	return stop, nil
 }
 
 // logTail returns the last n lines of the file.
@@ -500,23 +532,25 @@ func startTrainingOperator(t *testing.T, e *env, gang string, schemes ...string)
 	if len(schemes) == 0 {
 		schemes = []string{"pytorchjob"}
 	}
-	probe := freePort(t)
 	var enable []string
 	for _, sch := range schemes {
 		enable = append(enable, "--enable-scheme="+sch)
 	}
-	return runOperator(t, operatorProc{
-		name: "training-operator",
-		args: append(enable,
-			"--gang-scheduler-name="+gang,
-			"--namespace="+e.ns,
-			"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(freePort(t)),
-			"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
-			"--webhook-server-port="+strconv.Itoa(freePort(t)),
-			"--leader-elect=false",
-		),
-		env:   []string{"MY_POD_NAMESPACE=" + e.ns},
-		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe),
+	return runOperatorOnFreePorts(t, func() operatorProc {
+		probe := freePort(t)
+		return operatorProc{
+			name: "training-operator",
+			args: append(slices.Clone(enable),
+				"--gang-scheduler-name="+gang,
+				"--namespace="+e.ns,
+				"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(freePort(t)),
+				"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(probe),
+				"--webhook-server-port="+strconv.Itoa(freePort(t)),
+				"--leader-elect=false",
+			),
+			env:   []string{"MY_POD_NAMESPACE=" + e.ns},
+			ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe),
+		}
 	})
 }
 
@@ -554,9 +588,13 @@ internalCertManagement:
 // startJobSet runs the JobSet controller with its webhooks registered for the test's namespace.
 func startJobSet(t *testing.T, e *env) {
 	t.Helper()
-	cfg, webhook, probe := controllerConfig(t, "config.jobset.x-k8s.io/v1alpha1")
-	runOperator(t, operatorProc{name: "jobset", args: []string{"--config=" + cfg},
-		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)})
+	var webhook int
+	runOperatorOnFreePorts(t, func() operatorProc {
+		cfg, hook, probe := controllerConfig(t, "config.jobset.x-k8s.io/v1alpha1")
+		webhook = hook
+		return operatorProc{name: "jobset", args: []string{"--config=" + cfg},
+			ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)}
+	})
 	registerWebhooks(t, e, "jobset", webhook)
 	// Registered webhooks take effect when the API server's informer sees them: wait until a
 	// dry-run JobSet comes back defaulted by the mutating one.
@@ -567,9 +605,13 @@ func startJobSet(t *testing.T, e *env) {
 // namespace.
 func startLWS(t *testing.T, e *env) {
 	t.Helper()
-	cfg, webhook, probe := controllerConfig(t, "config.lws.x-k8s.io/v1alpha1")
-	runOperator(t, operatorProc{name: "lws", args: []string{"--config=" + cfg, "--leader-elect=false"},
-		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)})
+	var webhook int
+	runOperatorOnFreePorts(t, func() operatorProc {
+		cfg, hook, probe := controllerConfig(t, "config.lws.x-k8s.io/v1alpha1")
+		webhook = hook
+		return operatorProc{name: "lws", args: []string{"--config=" + cfg, "--leader-elect=false"},
+			ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)}
+	})
 	registerWebhooks(t, e, "lws", webhook)
 	e.waitWebhookActive(gvrLWS, lwsObject("webhook-probe", 2), "spec", "networkConfig", "subdomainPolicy")
 }
@@ -577,16 +619,18 @@ func startLWS(t *testing.T, e *env) {
 // startKubeRay runs the KubeRay operator for the test's namespace.
 func startKubeRay(t *testing.T, e *env, extra ...string) {
 	t.Helper()
-	probe := freePort(t)
-	runOperator(t, operatorProc{name: "kuberay",
-		args: append([]string{
-			"--enable-leader-election=false",
-			"--metrics-addr=0",
-			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
-			"--watch-namespace=" + e.ns,
-			"--log-stdout-encoder=console",
-		}, extra...),
-		ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)})
+	runOperatorOnFreePorts(t, func() operatorProc {
+		probe := freePort(t)
+		return operatorProc{name: "kuberay",
+			args: append([]string{
+				"--enable-leader-election=false",
+				"--metrics-addr=0",
+				"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(probe),
+				"--watch-namespace=" + e.ns,
+				"--log-stdout-encoder=console",
+			}, extra...),
+			ready: fmt.Sprintf("http://127.0.0.1:%d/readyz", probe)}
+	})
 }
 
 // startControllerManager runs kube-controller-manager with only the given controllers (Jobs and
