@@ -252,7 +252,7 @@ func (s *Store) Recycle(snap *core.Snapshot, views map[string]*gangView) {
 	clear(snap.Running)
 	clear(snap.Releases)
 	clear(snap.Gangs)
-	s.spare = core.Snapshot{Nodes: snap.Nodes[:0], Running: snap.Running[:0], Releases: snap.Releases[:0], Gangs: snap.Gangs[:0]}
+	s.spare = core.Snapshot{Nodes: snap.Nodes, Running: snap.Running, Releases: snap.Releases, Gangs: snap.Gangs}
 }
 
 func orNil[T any](s []T) []T {
@@ -284,17 +284,16 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	// again in the memory of a snapshot handed back (Recycle), or made to
 	// the size of the last: at 150,000 pods, growing them anew each cycle
 	// was most of what the scheduler allocated.
+	now := s.now().Unix()
+	order := s.sortedNodes()
 	spare := s.spare
 	s.spare = core.Snapshot{}
 	snap := &core.Snapshot{
-		Nodes:    spare.Nodes[:0],
+		Nodes:    withRoom(spare.Nodes, len(order)),
 		Running:  withRoom(spare.Running, s.sizes.Running),
 		Releases: withRoom(spare.Releases, s.sizes.Releases),
 		Gangs:    withRoom(spare.Gangs, s.sizes.Gangs),
 	}
-	now := s.now().Unix()
-	order := s.sortedNodes()
-	snap.Nodes = withRoom(snap.Nodes, len(order))
 	for _, name := range order {
 		snap.Nodes = append(snap.Nodes, s.nodes[name].node)
 	}
