@@ -7,6 +7,7 @@
 //	kind: PhalanxConfiguration
 //	scheduling:          # both commands
 //	  reserveAfter: 1h
+//	  reserveAfterBacklog: true
 //	  reservations: 2
 //	  shortestFirst: true
 //	  preemption: true
@@ -51,6 +52,11 @@ const (
 	// both the mean completion time and the big gangs' wait ahead of the
 	// baselines (docs/evaluation.md).
 	DefaultReserveAfter = 24 * time.Hour
+	// DefaultReserveAfterBacklog: a gang also waits, before nodes are
+	// reserved for it, as long as the cluster needs to run the work waiting
+	// now; under overload only the gangs passed over longer than that drain
+	// nodes (docs/evaluation.md).
+	DefaultReserveAfterBacklog = true
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by
 	// another queue (docs/evaluation.md says how reclaim's was chosen). A
@@ -79,6 +85,10 @@ type Scheduling struct {
 	// ReserveAfter: how long a gang that does not fit waits before nodes are
 	// reserved for it (--reserve-after); 0 turns reservations off.
 	ReserveAfter *Duration `json:"reserveAfter,omitempty"`
+	// ReserveAfterBacklog: reserveAfter is a floor, and a gang also waits
+	// as long as the cluster needs to run the work waiting now, the
+	// backlog (--reserve-after-backlog).
+	ReserveAfterBacklog *bool `json:"reserveAfterBacklog,omitempty"`
 	// Reservations: how many gangs may hold reservations at once
 	// (--reservations).
 	Reservations *int `json:"reservations,omitempty"`
@@ -252,6 +262,7 @@ func (c *Configuration) FlagValues(command string) []FlagValue {
 	}
 	s := &c.Scheduling
 	dur("reserve-after", "scheduling.reserveAfter", s.ReserveAfter)
+	boolean("reserve-after-backlog", "scheduling.reserveAfterBacklog", s.ReserveAfterBacklog)
 	integer("reservations", "scheduling.reservations", s.Reservations)
 	boolean("shortest-first", "scheduling.shortestFirst", s.ShortestFirst)
 	boolean("preemption", "scheduling.preemption", s.Preemption)

@@ -103,6 +103,9 @@ type cycle struct {
 	// satisfied gangs in the order they were visited, with the index of their
 	// first pending member not yet placed.
 	satisfied []elastic
+	// schedulable is the sum of the allocatable of the nodes that take new
+	// pods (runFairShare).
+	schedulable Vector
 	// capacity is the sum of every node's allocatable, once computed.
 	capacity      Vector
 	capacityKnown bool
@@ -346,6 +349,7 @@ func (c *cycle) runFairShare() {
 		}
 		h = append(h, qs)
 	}
+	c.schedulable = total
 	deal(h, total)
 	for _, qs := range h {
 		qs.updateShare()

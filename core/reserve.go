@@ -2,6 +2,7 @@ package core
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 )
@@ -36,6 +37,21 @@ import (
 // that runs many small gangs beyond its share would also make the other
 // queues drain nodes for its big one.
 //
+// With Config.ReserveAfterBacklog, Config.ReserveAfter is a floor: a gang
+// also waits, before it becomes a candidate, as long as the cluster needs to
+// run the work waiting now, the backlog: the sum, over the waiting gangs
+// that have an estimate, of what they ask of the accelerator (of CPU on a
+// cluster without one) times their estimate, over what the schedulable
+// nodes have of it. A gang that arrived now would wait about that long if
+// gangs ran in arrival order. Under overload, when every gang waits days,
+// a fixed threshold sends every gang past it, small or big, to the few
+// reservations in arrival order, and each drains nodes that the others,
+// placed as they come, would have used; with the backlog added only the
+// gangs that waited longer than arrival order would have made them, the
+// ones the stream of smaller work keeps passing over, drain nodes. When
+// little waits, the floor alone applies. A queue's own ReserveAfter is
+// taken as it is (docs/evaluation.md).
+//
 // Reservations are computed afresh every cycle from the snapshot, so they
 // follow what actually happens: a job that ends early brings T forward, one
 // that overruns its estimate pushes it back. Only what the gang needs on a
@@ -64,12 +80,16 @@ const reserveTries = 4
 func (c *cycle) reserve() {
 	cands, waiting := c.mem.cands[:0], c.mem.waiting[:0]
 	defer func() { c.mem.cands, c.mem.waiting = cands[:0], waiting }()
+	var bl backlog
+	if c.cfg.ReserveAfterBacklog && c.cfg.ReserveAfter > 0 {
+		bl = c.backlog()
+	}
 	for _, qs := range c.order {
 		if qs.q.Closed {
 			continue
 		}
-		after := c.cfg.ReserveAfter
-		if qs.q.ReserveAfter > 0 {
+		after, own := c.cfg.ReserveAfter, qs.q.ReserveAfter > 0
+		if own {
 			after = qs.q.ReserveAfter
 		}
 		head := qs.q.StrictOrder // the next unsatisfied gang is the queue's head
@@ -79,9 +99,13 @@ func (c *cycle) reserve() {
 			}
 			isHead := head
 			head = false
-			if !isHead && (after <= 0 || c.now-g.Arrival < after) {
-				if after > 0 {
-					waiting = append(waiting, waiter{g, g.Arrival + after})
+			wait := after
+			if !own && bl.per > 0 {
+				wait = max(after, bl.without(g, qs.wants[i]))
+			}
+			if !isHead && (wait <= 0 || c.now-g.Arrival < wait) {
+				if wait > 0 {
+					waiting = append(waiting, waiter{g, g.Arrival + wait})
 				}
 				continue
 			}
@@ -174,6 +198,47 @@ func (c *cycle) reserve() {
 		cand = nil // a candidate after the last would have been taken too
 	}
 	c.waitersChange(waiting, cand)
+}
+
+// backlog is the work of the waiting gangs that have an estimate: what
+// each asks of the accelerator (of CPU without one) times its estimate.
+type backlog struct {
+	dim  int
+	work float64 // can pass 2^63 in resource-seconds: CPU in millicores
+	// per is what the schedulable nodes have of dim; 0 turns it off.
+	per float64
+}
+
+// backlog sums the cycle's backlog. The queues' gangs must be admitted
+// (runFairShare).
+func (c *cycle) backlog() backlog {
+	b := backlog{dim: c.x.gpu}
+	if b.dim < 0 {
+		b.dim = CPU
+	}
+	b.per = float64(c.schedulable[b.dim])
+	for _, qs := range c.order {
+		for i, g := range qs.gangs {
+			b.work += b.of(g, qs.wants[i])
+		}
+	}
+	return b
+}
+
+// of is g's part of the backlog; want is what g needs (queueState.wants).
+func (b *backlog) of(g *Gang, want Vector) float64 {
+	if g.Bound >= g.MinMember || g.Estimate <= 0 {
+		return 0
+	}
+	return float64(want[b.dim]) * float64(g.Estimate)
+}
+
+// without returns how long, in seconds, the schedulable nodes need to run
+// the backlog but for g's own part: about how long g would still wait if
+// gangs ran in arrival order and g had arrived now.
+func (b *backlog) without(g *Gang, want Vector) int64 {
+	w := max(b.work-b.of(g, want), 0)
+	return int64(min(w/b.per, float64(math.MaxInt64/2)))
 }
 
 // waiter is a gang that is not a reservation candidate only for want of

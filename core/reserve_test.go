@@ -351,3 +351,42 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 		t.Errorf("bg: %q does not give its reservation", msg)
 	}
 }
+
+// With ReserveAfterBacklog, ReserveAfter is a floor: big also waits as long
+// as the two nodes (16 GPUs) need to run the other waiting gangs' work.
+// Here that is (4 x 100 + 4 x 1000 + 4 x 2400) / 16 = 875 s; unknown has no
+// estimate and does not count, nor does big's own work.
+func TestReservationWaitsOutTheBacklog(t *testing.T) {
+	snap := func() *Snapshot {
+		s := reservationSnapshot()
+		s.Gangs = append(s.Gangs, MakeGang("later").Members(1, GPUs(4)).Arrival(403).Estimate(2400).Obj())
+		return s
+	}
+	reserved := func(d Diagnostics) bool {
+		return strings.Contains(pendingOf(d)["big"].Message, "reserved for it")
+	}
+	cfg := Config{ReserveAfter: 60, ReserveAfterBacklog: true}
+	for _, now := range []int64{500, 874} {
+		if _, diag := runAt(t, snap(), cfg, now); reserved(diag) {
+			t.Errorf("at %d s, before the backlog's 875 s, big has a reservation: %q", now, pendingOf(diag)["big"].Message)
+		}
+	}
+	var diag Diagnostics
+	if _, diag = runAt(t, snap(), cfg, 875); !reserved(diag) {
+		t.Errorf("at 875 s big has no reservation: %q", pendingOf(diag)["big"].Message)
+	}
+	// The floor still applies when the backlog is shorter.
+	if _, diag = runAt(t, snap(), Config{ReserveAfter: 1000, ReserveAfterBacklog: true}, 900); reserved(diag) {
+		t.Errorf("at 900 s, before the floor of 1000 s, big has a reservation")
+	}
+	// Off, the floor alone.
+	if _, diag = runAt(t, snap(), Config{ReserveAfter: 60}, 500); !reserved(diag) {
+		t.Errorf("without the backlog big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
+	}
+	// A queue's own threshold is taken as it is.
+	s := snap()
+	s.Queues[0].ReserveAfter = 60
+	if _, diag = runAt(t, s, cfg, 500); !reserved(diag) {
+		t.Errorf("with the queue's own threshold big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
+	}
+}

@@ -31,6 +31,11 @@ type Config struct {
 	// FairShare: a gang that has waited this many seconds gets nodes
 	// reserved for it (reserve.go).
 	ReserveAfter int64
+	// ReserveAfterBacklog makes ReserveAfter a floor: a gang becomes a
+	// candidate for a reservation once it has also waited as long as the
+	// cluster needs to run the work waiting now (backlog). A queue's own
+	// ReserveAfter is exact and ignores it (reserve.go).
+	ReserveAfterBacklog bool
 	// Reservations is how many waiting gangs may hold reservations in one
 	// cycle, taken by priority then arrival (reserve.go); 0 means 1. Each
 	// later one is computed as if the earlier ones ran as estimated, so

@@ -32,6 +32,8 @@ func TestPlanUntil(t *testing.T) {
 		{Ordering: FairShare, Preemption: true, PreemptMinRuntime: 400, ReclaimMinRuntime: 700, WeighLoss: true},
 		{Ordering: FairShare, Preemption: true, ReserveAfter: 600, Reservations: 2, ShortestFirst: true,
 			ReclaimMinRuntime: 300, WeighLoss: true},
+		// Thresholds that also wait out the backlog, one per gang.
+		{Ordering: FairShare, ReserveAfter: 300, ReserveAfterBacklog: true, Reservations: 2, ShortestFirst: true},
 	}
 	const now = 1500
 	cycles, later, changedAtUntil := 0, 0, 0

@@ -51,6 +51,10 @@ type Options struct {
 	// gangs that end before it starts; a Queue's reserveAfterSeconds
 	// overrides it for its gangs. Whole seconds; a fraction rounds up.
 	ReserveAfter time.Duration
+	// ReserveAfterBacklog makes ReserveAfter a floor: a gang also waits as
+	// long as the cluster needs to run the work waiting now
+	// (core.Config.ReserveAfterBacklog).
+	ReserveAfterBacklog bool
 	// Reservations is how many waiting gangs may hold reservations at once;
 	// 0 means 1.
 	Reservations int
@@ -269,7 +273,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
 		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly,
 		PreemptMinRuntime: seconds(opts.PreemptMinRuntime), ReclaimMinRuntime: seconds(opts.ReclaimMinRuntime),
-		WeighLoss: opts.WeighLoss, Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
+		WeighLoss: opts.WeighLoss, ReserveAfterBacklog: opts.ReserveAfterBacklog, Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

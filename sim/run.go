@@ -24,6 +24,10 @@ type Options struct {
 	// reservations). Durations serve as the run-time estimates, made wrong
 	// by EstimateError.
 	ReserveAfter int64
+	// FixedReserveAfter, for the phalanx policy, reserves once a gang has
+	// waited ReserveAfter, however much work waits (core.Config.
+	// ReserveAfterBacklog off; on by default).
+	FixedReserveAfter bool
 	// Reservations, for the phalanx policy, is how many waiting gangs may
 	// hold reservations at once (0: DefaultReservations).
 	Reservations int
@@ -137,6 +141,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		cfg.PreemptMinRuntime = orDefault(opt.PreemptMinRuntime, DefaultPreemptMinRuntime)
 		cfg.ReclaimMinRuntime = orDefault(opt.ReclaimMinRuntime, DefaultReclaimMinRuntime)
 		cfg.WeighLoss = !opt.NoWeighLoss
+		cfg.ReserveAfterBacklog = !opt.FixedReserveAfter
 		if cfg.ReserveAfter > 0 {
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
 		}

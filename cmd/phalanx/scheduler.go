@@ -75,6 +75,7 @@ type schedulerFlags struct {
 	preemptMin      time.Duration
 	reclaimMin      time.Duration
 	weighLoss       bool
+	reserveBacklog  bool
 	forecastPeriod  time.Duration
 	forecastHorizon time.Duration
 }
@@ -137,6 +138,10 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.reserveAfter, "reserve-after", config.DefaultReserveAfter, // as phalanx simulate (TestSharedFlagDefaults)
 		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
+	fs.BoolVar(&f.reserveBacklog, "reserve-after-backlog", config.DefaultReserveAfterBacklog,
+		"--reserve-after is a floor: a gang also waits as long as the cluster needs to run the work waiting now (the\n"+
+			"waiting gangs' GPUs times their estimates, over the cluster's GPUs; gangs without an estimate do not count).\n"+
+			"Under overload only gangs passed over longer than that drain nodes. false: --reserve-after alone")
 	fs.IntVar(&f.reservations, "reservations", 2,
 		"how many waiting gangs may hold reservations at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
@@ -360,7 +365,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
 		PreemptMinRuntime: f.preemptMin, ReclaimMinRuntime: f.reclaimMin, WeighLoss: f.weighLoss,
-		Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
+		ReserveAfterBacklog: f.reserveBacklog, Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
 		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
 		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst,
 		ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}, kube, client, metrics, recorder)

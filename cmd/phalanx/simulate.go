@@ -53,13 +53,14 @@ type simulateFlags struct {
 	gracePeriod, holdFailed, reclaimAfter time.Duration
 	preemptMinRuntime, reclaimMinRuntime  time.Duration
 	weighLoss                             bool
+	reserveAfterBacklog                   bool
 	estimateError, queueWeights           string
 	config                                string
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot", "jobs-out"}
+	"policy", "reserve-after", "reserve-after-backlog", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -74,6 +75,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"with --trace: weigh the queues (vc column) `W`: equal, gpu-hours (by their share of the trace's GPU-hours, 1 to 100) or a list such as vcA=3,vcB=1 (others weigh 1)")
 	fs.DurationVar(&f.reserveAfter, "reserve-after", sim.DefaultReserveAfter*time.Second,
 		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs expected to end before it starts")
+	fs.BoolVar(&f.reserveAfterBacklog, "reserve-after-backlog", config.DefaultReserveAfterBacklog,
+		"phalanx also waits, before it reserves for a gang, as long as the cluster needs to run the work waiting now (GPUs x estimates over the GPUs); false: --reserve-after alone")
 	fs.IntVar(&f.reservations, "reservations", sim.DefaultReservations,
 		"phalanx reserves for up to `N` waiting gangs at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
@@ -210,6 +213,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	cfg.opt.Reservations = f.reservations
 	cfg.opt.ReclaimYoungerOnly = f.reclaimYoungerOnly
 	cfg.opt.NoWeighLoss = !f.weighLoss
+	cfg.opt.FixedReserveAfter = !f.reserveAfterBacklog
 	ee, err := sim.ParseEstimateError(f.estimateError)
 	if err != nil {
 		return cfg, usagef("--estimate-error: %s", strings.TrimPrefix(err.Error(), "sim: "))
