@@ -7,17 +7,19 @@
 #      plot; then, for comparison only, phalanx with the preemption of
 #      before its minimum run times and weighed evictions, and phalanx as
 #      this page used to evaluate it (no preemption, reservations after 3
-#      days).
+#      days), and phalanx with a fixed reservation threshold (the defaults
+#      before reservations waited out the backlog).
 #   2. Synthetic traces (phalanx gen-trace, 20,000 jobs each, seeds 1 to 3,
-#      light and overloaded) on the same cluster, with the same three
-#      policies. The defaults were not chosen on them.
+#      offered loads 0.6 (light), 1.0, 1.3 (overloaded) and 1.6) on the same
+#      cluster, with the same three policies, and phalanx with the fixed
+#      threshold on the overloaded ones.
 #
 # Tables go to <out>/*.txt, the plot to <out>/philly.svg, the synthetic
 # traces to <out>/gen-*.csv. Two runs go at once.
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It takes about 10 minutes on 2 shared cores.
+# It takes about 20 minutes on 2 shared cores.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -54,12 +56,18 @@ start philly-before --trace "$trace" --policy phalanx --preempt-min-runtime 0 --
 names+=(philly-before)
 start philly-no-preemption-72h --trace "$trace" --policy phalanx --preemption=false --reserve-after 72h
 names+=(philly-no-preemption-72h)
-for load in light overloaded; do
+start philly-fixed-24h --trace "$trace" --policy phalanx --reserve-after-backlog=false
+names+=(philly-fixed-24h)
+for load in light 1.0 overloaded 1.6; do
   for seed in 1 2 3; do
     gen="$out/gen-$load-$seed.csv"
     "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$gen"
     start "gen-$load-$seed" --trace "$gen" "${policies[@]}"
     names+=("gen-$load-$seed")
+    if [[ $load == overloaded ]]; then
+      start "gen-$load-$seed-fixed-24h" --trace "$gen" --policy phalanx --reserve-after-backlog=false
+      names+=("gen-$load-$seed-fixed-24h")
+    fi
   done
 done
 for pid in "${pids[@]}"; do
