@@ -200,8 +200,9 @@ func (c *cycle) reserve() {
 	c.waitersChange(waiting, cand)
 }
 
-// backlog is the work of the waiting gangs that have an estimate: what
-// each asks of the accelerator (of CPU without one) times its estimate.
+// backlog is the work of the waiting gangs that have an estimate, in open
+// queues: what each asks of the accelerator (of CPU without one) times its
+// estimate.
 type backlog struct {
 	dim  int
 	work float64 // can pass 2^63 in resource-seconds: CPU in millicores
@@ -218,6 +219,9 @@ func (c *cycle) backlog() backlog {
 	}
 	b.per = float64(c.schedulable[b.dim])
 	for _, qs := range c.order {
+		if qs.q.Closed {
+			continue // its gangs do not run, whatever waits
+		}
 		for i, g := range qs.gangs {
 			b.work += b.of(g, qs.wants[i])
 		}

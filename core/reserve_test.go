@@ -389,4 +389,12 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 	if _, diag = runAt(t, s, cfg, 500); !reserved(diag) {
 		t.Errorf("with the queue's own threshold big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
 	}
+	// A closed queue's gangs do not run, so they do not count: the backlog
+	// is 275 s without later.
+	s = snap()
+	s.Queues = append(s.Queues, MakeQueue("closed").Closed().Obj())
+	s.Gangs[len(s.Gangs)-1].Queue = "closed"
+	if _, diag = runAt(t, s, cfg, 500); !reserved(diag) {
+		t.Errorf("with later in a closed queue big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
+	}
 }
