@@ -278,6 +278,21 @@ func (g *Gang) Seal() {
 	}
 }
 
+// SealHolds reports whether what Seal recorded of g, if cycles still use
+// it, is what Seal would record now: false when a member was changed in
+// place after Seal without calling it again, the error cycles cannot see.
+// Tests of callers that keep gangs from one snapshot to the next check the
+// contract with it.
+func (g *Gang) SealHolds() bool {
+	s := g.summary()
+	if s == nil {
+		return true // not used: cycles derive what they need
+	}
+	fresh := *g // the same members, so the same first member's address
+	fresh.Seal()
+	return fresh.sealed == *s
+}
+
 // gangSummary is what Seal records of a gang.
 type gangSummary struct {
 	ok                        bool

@@ -204,6 +204,11 @@ func cacheRun(t *testing.T, seed int64, steps int) {
 		if len(fresh) != len(cached) {
 			t.Fatalf("step %d: %d fresh views, %d cached", step, len(fresh), len(cached))
 		}
+		for _, g := range cachedSnap.Gangs {
+			if g != nil && !g.SealHolds() {
+				t.Fatalf("step %d (op %d): gang %s changed after Seal without a new Seal", step, op, g.ID)
+			}
+		}
 	}
 }
 
