@@ -263,7 +263,8 @@ type Gang struct {
 // RequiredLevel; cycles ignore a summary whose member count, first member's
 // address, bound, minimum or required level are not the gang's, and derive
 // what they need then. Changing a member in place after Seal without
-// calling it again is an error that cycles cannot see.
+// calling it again is an error that cycles cannot see; SealHolds tells it
+// in the callers' tests.
 func (g *Gang) Seal() {
 	s := &g.sealed
 	*s = gangSummary{ok: true, pending: len(g.Pending), bound: g.Bound, minMember: g.MinMember, required: g.RequiredLevel}
