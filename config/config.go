@@ -46,11 +46,12 @@ const (
 // (TestSharedFlagDefaults checks that they do). The simulator's Options
 // resolve their zero values to the same (sim.Default*).
 const (
-	// DefaultReserveAfter: how long a gang that does not fit waits before
-	// nodes are reserved for it. Reserved nodes stay partly idle while they
-	// drain; on the Philly trace a day's wait is the shortest that keeps
-	// both the mean completion time and the big gangs' wait ahead of the
-	// baselines (docs/evaluation.md).
+	// DefaultReserveAfter: how long a gang that does not fit waits at least
+	// before nodes are reserved for it (with DefaultReserveAfterBacklog, a
+	// floor). Reserved nodes stay partly idle while they drain; on the
+	// Philly trace, with a fixed threshold, a day's wait was the shortest
+	// that kept both the mean completion time and the big gangs' wait ahead
+	// of the baselines (docs/evaluation.md).
 	DefaultReserveAfter = 24 * time.Hour
 	// DefaultReserveAfterBacklog: a gang also waits, before nodes are
 	// reserved for it, as long as the cluster needs to run the work waiting

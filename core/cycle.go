@@ -103,9 +103,6 @@ type cycle struct {
 	// satisfied gangs in the order they were visited, with the index of their
 	// first pending member not yet placed.
 	satisfied []elastic
-	// schedulable is the sum of the allocatable of the nodes that take new
-	// pods (runFairShare).
-	schedulable Vector
 	// capacity is the sum of every node's allocatable, once computed.
 	capacity      Vector
 	capacityKnown bool
@@ -349,12 +346,11 @@ func (c *cycle) runFairShare() {
 		}
 		h = append(h, qs)
 	}
-	c.schedulable = total
 	deal(h, total)
 	for _, qs := range h {
 		qs.updateShare()
 	}
-	c.reserve()
+	c.reserve(total)
 	// Gangs that hold members but not their minimum go first, whatever
 	// their queue's share and their priority: the members they hold idle
 	// until the rest come (after a crash in the middle of binding the gang,

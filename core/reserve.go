@@ -76,13 +76,14 @@ const reserveTries = 4
 
 // reserve picks the gangs that deserve a reservation and reserves the nodes
 // each will get as they free up. runFairShare calls it once the queues have
-// their admitted gangs, sorted, and their shares.
-func (c *cycle) reserve() {
+// their admitted gangs, sorted, and their shares; schedulable is what the
+// nodes that take new pods have in all.
+func (c *cycle) reserve(schedulable Vector) {
 	cands, waiting := c.mem.cands[:0], c.mem.waiting[:0]
 	defer func() { c.mem.cands, c.mem.waiting = cands[:0], waiting }()
 	var bl backlog
 	if c.cfg.ReserveAfterBacklog && c.cfg.ReserveAfter > 0 {
-		bl = c.backlog()
+		bl = c.backlog(schedulable)
 	}
 	for _, qs := range c.order {
 		if qs.q.Closed {
@@ -210,14 +211,14 @@ type backlog struct {
 	per float64
 }
 
-// backlog sums the cycle's backlog. The queues' gangs must be admitted
-// (runFairShare).
-func (c *cycle) backlog() backlog {
+// backlog sums the cycle's backlog over nodes that have schedulable in all.
+// The queues' gangs must be admitted (runFairShare).
+func (c *cycle) backlog(schedulable Vector) backlog {
 	b := backlog{dim: c.x.gpu}
 	if b.dim < 0 {
 		b.dim = CPU
 	}
-	b.per = float64(c.schedulable[b.dim])
+	b.per = float64(schedulable[b.dim])
 	for _, qs := range c.order {
 		if qs.q.Closed {
 			continue // its gangs do not run, whatever waits
