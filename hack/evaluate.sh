@@ -9,17 +9,21 @@
 #      this page used to evaluate it (no preemption, reservations after 3
 #      days), and phalanx with a fixed reservation threshold (the defaults
 #      before reservations waited out the backlog).
-#   2. Synthetic traces (phalanx gen-trace, 20,000 jobs each, seeds 1 to 3,
-#      offered loads 0.6 (light), 1.0, 1.3 (overloaded) and 1.6) on the same
-#      cluster, with the same three policies, and phalanx with the fixed
-#      threshold on the overloaded ones.
+#   2. Synthetic traces (phalanx gen-trace, 20,000 jobs each, seeds 1 to 3
+#      at offered loads 0.6 (light), 1.0 and 1.6, seeds 1 to 10 at 1.3
+#      (overloaded)) on the same cluster, with the same three policies, and
+#      phalanx with the fixed threshold on overloaded seeds 1 to 3.
+#   3. The verdicts: hack/targets judges every run of the three policies
+#      (Philly's and the synthetic ones, from their JSON reports) against
+#      the page's targets, into <out>/targets.txt.
 #
-# Tables go to <out>/*.txt, the plot to <out>/philly.svg, the synthetic
-# traces to <out>/gen-*.csv. Two runs go at once.
+# Tables go to <out>/*.txt, JSON reports to <out>/*.json, the plot to
+# <out>/philly.svg, the synthetic traces to <out>/gen-*.csv. Two runs go at
+# once.
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It took 11 minutes on 2 cores that a CI build shared (656 s, with the loads 1.0 and 1.6).
+# It took 12 minutes on 2 cores (700 s).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -52,6 +56,8 @@ start() {
 names=()
 start philly --trace "$trace" "${policies[@]}" --plot "$out/philly.svg"
 names+=(philly)
+start philly-targets --trace "$trace" "${policies[@]}" --output json
+reports=(philly-targets)
 start philly-before --trace "$trace" --policy phalanx --preempt-min-runtime 0 --reclaim-min-runtime 0 --weigh-loss=false
 names+=(philly-before)
 start philly-no-preemption-72h --trace "$trace" --policy phalanx --preemption=false --reserve-after 72h
@@ -59,12 +65,16 @@ names+=(philly-no-preemption-72h)
 start philly-fixed-24h --trace "$trace" --policy phalanx --reserve-after-backlog=false
 names+=(philly-fixed-24h)
 for load in light 1.0 overloaded 1.6; do
-  for seed in 1 2 3; do
+  seeds=(1 2 3)
+  if [[ $load == overloaded ]]; then
+    seeds=(1 2 3 4 5 6 7 8 9 10)
+  fi
+  for seed in "${seeds[@]}"; do
     gen="$out/gen-$load-$seed.csv"
     "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$gen"
-    start "gen-$load-$seed" --trace "$gen" "${policies[@]}"
-    names+=("gen-$load-$seed")
-    if [[ $load == overloaded ]]; then
+    start "gen-$load-$seed" --trace "$gen" "${policies[@]}" --output json
+    reports+=("gen-$load-$seed")
+    if [[ $load == overloaded && $seed -le 3 ]]; then
       start "gen-$load-$seed-fixed-24h" --trace "$gen" --policy phalanx --reserve-after-backlog=false
       names+=("gen-$load-$seed-fixed-24h")
     fi
@@ -73,7 +83,15 @@ done
 for pid in "${pids[@]}"; do
   wait "$pid"
 done
+jsons=()
+for f in "${reports[@]}"; do
+  mv "$out/$f.txt" "$out/$f.json"
+  jsons+=("$out/$f.json")
+done
+"${GO:-go}" -C "$repo" run ./hack/targets "${jsons[@]}" >"$out/targets.txt"
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
+echo "== targets"
+cat "$out/targets.txt"

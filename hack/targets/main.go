@@ -1,0 +1,218 @@
+// Command targets judges `phalanx simulate --output json` reports against
+// the targets of docs/evaluation.md. Each report must hold, for every input,
+// the results of phalanx, fifo-gang and volcano; targets prints, per input,
+// the figures of the three and whether phalanx meets each target:
+//
+//   - no job stuck (one that fits the cluster and never ran);
+//   - a mean job completion time no worse than volcano's and fifo-gang's;
+//   - a p99 wait of the jobs of 8+ GPUs no worse than fifo-gang's,
+//   - and at most half of volcano's (a target over no such job is met);
+//   - GPU time thrown away by preemption under 1% of the GPU time used.
+//
+// It ends with how many inputs meet every target, and exits 0 whatever the
+// verdicts (it reports; it does not gate). hack/evaluate.sh runs it.
+//
+//	go run ./hack/targets report.json...
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/phalanx-sched/phalanx/report"
+	"github.com/phalanx-sched/phalanx/sim"
+)
+
+// result is one element of a report's "results".
+type result struct {
+	Input  string `json:"input"`
+	Policy string `json:"policy"`
+	sim.Metrics
+}
+
+// jsonReport is the part of a report that targets reads.
+type jsonReport struct {
+	Inputs []struct {
+		Input string `json:"input"`
+		GPUs  int64  `json:"gpus"`
+	} `json:"inputs"`
+	Results []result `json:"results"`
+}
+
+// trio is one input's three runs.
+type trio struct {
+	input                      string
+	gpus                       int64
+	phalanx, fifoGang, volcano *sim.Metrics
+}
+
+// verdict says which targets phalanx meets on one input.
+type verdict struct {
+	input  string
+	missed []string // one phrase per missed target, empty when all are met
+	lost   float64  // GPU time lost to preemption over the GPU time used
+}
+
+// The policies targets compares.
+var compared = []string{sim.PolicyPhalanx, sim.PolicyFIFOGang, sim.PolicyVolcano}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: targets report.json...")
+		os.Exit(2)
+	}
+	var trios []trio
+	for _, path := range os.Args[1:] {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "targets:", err)
+			os.Exit(1)
+		}
+		ts, err := parse(data)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "targets: %s: %v\n", path, err)
+			os.Exit(1)
+		}
+		trios = append(trios, ts...)
+	}
+	write(os.Stdout, trios)
+}
+
+// parse reads one report into its inputs' trios, in the report's order.
+func parse(data []byte) ([]trio, error) {
+	var r jsonReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	if len(r.Inputs) == 0 {
+		return nil, fmt.Errorf("no inputs")
+	}
+	var out []trio
+	for _, in := range r.Inputs {
+		t := trio{input: in.Input, gpus: in.GPUs}
+		for i := range r.Results {
+			res := &r.Results[i]
+			if res.Input != in.Input {
+				continue
+			}
+			switch res.Policy {
+			case sim.PolicyPhalanx:
+				t.phalanx = &res.Metrics
+			case sim.PolicyFIFOGang:
+				t.fifoGang = &res.Metrics
+			case sim.PolicyVolcano:
+				t.volcano = &res.Metrics
+			}
+		}
+		if t.phalanx == nil || t.fifoGang == nil || t.volcano == nil {
+			return nil, fmt.Errorf("input %s: the report must hold the results of %s", in.Input, strings.Join(compared, ", "))
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// judge says which targets t's phalanx run misses.
+func judge(t trio) verdict {
+	p, f, v := t.phalanx, t.fifoGang, t.volcano
+	vd := verdict{input: t.input}
+	if p.StuckJobs > 0 {
+		vd.missed = append(vd.missed, fmt.Sprintf("%d jobs stuck", p.StuckJobs))
+	}
+	switch {
+	case p.MeanJCT == nil:
+		vd.missed = append(vd.missed, "no job completed")
+	default:
+		for _, b := range []struct {
+			name string
+			mean *float64
+		}{{sim.PolicyVolcano, v.MeanJCT}, {sim.PolicyFIFOGang, f.MeanJCT}} {
+			if b.mean != nil && *p.MeanJCT > *b.mean {
+				vd.missed = append(vd.missed, fmt.Sprintf("mean JCT %s > %s's %s", report.Duration(*p.MeanJCT), b.name, report.Duration(*b.mean)))
+			}
+		}
+	}
+	if p.P99WaitBig != nil {
+		if f.P99WaitBig != nil && *p.P99WaitBig > *f.P99WaitBig {
+			vd.missed = append(vd.missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > fifo-gang's %s", report.Duration(*p.P99WaitBig), report.Duration(*f.P99WaitBig)))
+		}
+		if v.P99WaitBig != nil && *p.P99WaitBig > *v.P99WaitBig/2 {
+			vd.missed = append(vd.missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > %s, half of volcano's %s", report.Duration(*p.P99WaitBig), report.Duration(*v.P99WaitBig/2), report.Duration(*v.P99WaitBig)))
+		}
+	}
+	switch used := gpuSecondsUsed(p, t.gpus); {
+	case used > 0:
+		if vd.lost = p.PreemptionLostGPUSeconds / used; vd.lost >= 0.01 {
+			vd.missed = append(vd.missed, fmt.Sprintf("preemption threw away %.2f%% of the GPU time used", 100*vd.lost))
+		}
+	case p.PreemptionLostGPUSeconds > 0:
+		vd.missed = append(vd.missed, "preemption threw away GPU time, and the GPU time used is not known")
+	}
+	return vd
+}
+
+// gpuSecondsUsed is the GPU time the run's members ran: its utilisation
+// over its makespan, on gpus GPUs (the simulator's utilisation is the GPU
+// time run over the cluster's, from the first submission to the last
+// completion when every job completed). 0 when a figure is missing.
+func gpuSecondsUsed(m *sim.Metrics, gpus int64) float64 {
+	if m.GPUUtilization == nil || m.Makespan == nil {
+		return 0
+	}
+	return *m.GPUUtilization * *m.Makespan * float64(gpus)
+}
+
+// write prints the figures of every trio, then the verdicts.
+func write(out io.Writer, trios []trio) {
+	fmt.Fprintln(out, "| input | policy | stuck | mean JCT | p99 wait, 8+ GPUs | GPU utilisation | preemptions / GPU time lost |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
+	for _, t := range trios {
+		for i, m := range []*sim.Metrics{t.phalanx, t.fifoGang, t.volcano} {
+			name := ""
+			if i == 0 {
+				name = t.input
+			}
+			lost := "0"
+			if m.PreemptedGangs > 0 || m.PreemptionLostGPUSeconds > 0 {
+				lost = fmt.Sprintf("%d / %s", m.PreemptedGangs, gpuHours(m.PreemptionLostGPUSeconds))
+			}
+			fmt.Fprintf(out, "| %s | %s | %d | %s | %s | %s | %s |\n", name, compared[i], m.StuckJobs,
+				orNone(m.MeanJCT, report.Duration), orNone(m.P99WaitBig, report.Duration),
+				orNone(m.GPUUtilization, func(u float64) string { return fmt.Sprintf("%.1f%%", 100*u) }), lost)
+		}
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| input | phalanx's targets |")
+	fmt.Fprintln(out, "|---|---|")
+	met := 0
+	for _, t := range trios {
+		vd := judge(t)
+		text := "all met"
+		if len(vd.missed) > 0 {
+			text = "missed: " + strings.Join(vd.missed, "; ")
+		} else {
+			met++
+		}
+		fmt.Fprintf(out, "| %s | %s |\n", t.input, text)
+	}
+	fmt.Fprintf(out, "\n%d of %d inputs meet every target.\n", met, len(trios))
+}
+
+func orNone(f *float64, render func(float64) string) string {
+	if f == nil {
+		return "—"
+	}
+	return render(*f)
+}
+
+// gpuHours renders GPU-seconds as GPU-hours, to one decimal below 100.
+func gpuHours(s float64) string {
+	h := s / 3600
+	if h < 100 {
+		return fmt.Sprintf("%.1f GPU-h", h)
+	}
+	return fmt.Sprintf("%.0f GPU-h", h)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/phalanx-sched/phalanx/report"
+	"github.com/phalanx-sched/phalanx/sim"
+	"github.com/phalanx-sched/phalanx/workload"
+)
+
+func f(v float64) *float64 { return &v }
+
+// metrics returns a run of mean JCT mean and p99 wait of big jobs p99 (nil:
+// none started), at 50% utilisation over 100 hours.
+func metrics(mean float64, p99 *float64) sim.Metrics {
+	return sim.Metrics{MeanJCT: f(mean), P99WaitBig: p99, GPUUtilization: f(0.5), Makespan: f(100 * 3600)}
+}
+
+// reportOf writes a report as `phalanx simulate --output json` does, of one
+// input on 2 nodes of 8 GPUs and the given runs.
+func reportOf(t *testing.T, runs map[string]sim.Metrics) []byte {
+	t.Helper()
+	w := &workload.Workload{Name: "trace", Pools: []workload.NodePool{{Name: "p", Count: 2, Allocatable: map[string]int64{workload.GPU: 8}}}}
+	c := report.Comparison{Workload: w}
+	for _, p := range compared {
+		if m, ok := runs[p]; ok {
+			c.Results = append(c.Results, &sim.Result{Policy: p, Metrics: m})
+		}
+	}
+	var buf bytes.Buffer
+	if err := report.WriteJSON(&buf, &report.Inputs{Source: "trace", Policies: compared}, []report.Comparison{c}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestJudge(t *testing.T) {
+	baselines := func(p sim.Metrics) map[string]sim.Metrics {
+		return map[string]sim.Metrics{
+			sim.PolicyPhalanx:  p,
+			sim.PolicyFIFOGang: metrics(20, f(100)),
+			sim.PolicyVolcano:  metrics(10, f(300)),
+		}
+	}
+	lossy := metrics(10, f(100))
+	lossy.PreemptionLostGPUSeconds = 0.01 * 0.5 * 100 * 3600 * 16 // 1% of what ran on 16 GPUs
+	stuck := metrics(10, f(100))
+	stuck.StuckJobs = 3
+	for _, tc := range []struct {
+		name    string
+		phalanx sim.Metrics
+		missed  []string // a phrase of each missed target, in order
+	}{
+		{"level with both", metrics(10, f(100)), nil},
+		{"no big job started", metrics(9, nil), nil},
+		{"mean over volcano's", metrics(10.5, f(90)), []string{"mean JCT 11s > volcano's 10s"}},
+		{"p99 over fifo-gang's", metrics(9, f(101)), []string{"> fifo-gang's 1m40s"}},
+		{"p99 over half volcano's", metrics(9, f(151)), []string{"> fifo-gang's", "2m31s > 2m30s, half of volcano's 5m"}},
+		{"lost 1%", lossy, []string{"threw away 1.00%"}},
+		{"stuck", stuck, []string{"3 jobs stuck"}},
+	} {
+		trios, err := parse(reportOf(t, baselines(tc.phalanx)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(trios) != 1 || trios[0].gpus != 16 {
+			t.Fatalf("%s: parsed %+v, want one input of 16 GPUs", tc.name, trios)
+		}
+		vd := judge(trios[0])
+		if len(vd.missed) != len(tc.missed) {
+			t.Errorf("%s: missed %q, want %d targets missed", tc.name, vd.missed, len(tc.missed))
+			continue
+		}
+		for i, want := range tc.missed {
+			if !strings.Contains(vd.missed[i], want) {
+				t.Errorf("%s: missed[%d] = %q, want it to say %q", tc.name, i, vd.missed[i], want)
+			}
+		}
+	}
+}
+
+func TestParseWantsEveryPolicy(t *testing.T) {
+	data := reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: metrics(1, nil), sim.PolicyVolcano: metrics(1, nil)})
+	if _, err := parse(data); err == nil || !strings.Contains(err.Error(), "fifo-gang") {
+		t.Errorf("parse without fifo-gang's run: %v, want an error naming the policies", err)
+	}
+	if _, err := parse([]byte(`{"inputs": []}`)); err == nil {
+		t.Error("parse of a report without inputs: no error")
+	}
+}
+
+func TestWriteCounts(t *testing.T) {
+	good, err := parse(reportOf(t, map[string]sim.Metrics{
+		sim.PolicyPhalanx: metrics(1, nil), sim.PolicyFIFOGang: metrics(2, nil), sim.PolicyVolcano: metrics(2, nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := parse(reportOf(t, map[string]sim.Metrics{
+		sim.PolicyPhalanx: metrics(3, nil), sim.PolicyFIFOGang: metrics(2, nil), sim.PolicyVolcano: metrics(2, nil)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	write(&out, append(good, bad...))
+	for _, want := range []string{"| trace | all met |", "| trace | missed: mean JCT 3s > volcano's 2s; mean JCT 3s > fifo-gang's 2s |", "1 of 2 inputs meet every target."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
