@@ -25,11 +25,19 @@ import (
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden files of the scenario tests")
 
-func TestGoldenScenarios(t *testing.T) {
+// goldenScenarioFiles lists the golden scenario files (testdata/golden),
+// failing the test if there are none.
+func goldenScenarioFiles(t *testing.T) []string {
+	t.Helper()
 	files, err := filepath.Glob("testdata/golden/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden scenarios found: %v", err)
 	}
+	return files
+}
+
+func TestGoldenScenarios(t *testing.T) {
+	files := goldenScenarioFiles(t)
 	type scenario struct {
 		w      *workload.Workload
 		golden string

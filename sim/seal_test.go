@@ -34,10 +34,7 @@ func (c *sealChecker) RunCycle(snap *core.Snapshot, now int64) (core.Plan, core.
 // failures, elastic gangs, reservations) and a small synthetic trace under
 // the phalanx policy with every gang's seal checked before every cycle.
 func TestSimulatorKeepsSeals(t *testing.T) {
-	files, err := filepath.Glob("testdata/golden/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden scenarios: %v", err)
-	}
+	files := goldenScenarioFiles(t)
 	type input struct {
 		name string
 		w    *workload.Workload
