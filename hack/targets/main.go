@@ -49,13 +49,6 @@ type trio struct {
 	phalanx, fifoGang, volcano *sim.Metrics
 }
 
-// verdict says which targets phalanx meets on one input.
-type verdict struct {
-	input  string
-	missed []string // one phrase per missed target, empty when all are met
-	lost   float64  // GPU time lost to preemption over the GPU time used
-}
-
 // The policies targets compares.
 var compared = []string{sim.PolicyPhalanx, sim.PolicyFIFOGang, sim.PolicyVolcano}
 
@@ -115,43 +108,43 @@ func parse(data []byte) ([]trio, error) {
 	return out, nil
 }
 
-// judge says which targets t's phalanx run misses.
-func judge(t trio) verdict {
+// judge says which targets t's phalanx run misses, a phrase each; none
+// when it meets them all.
+func judge(t trio) (missed []string) {
 	p, f, v := t.phalanx, t.fifoGang, t.volcano
-	vd := verdict{input: t.input}
 	if p.StuckJobs > 0 {
-		vd.missed = append(vd.missed, fmt.Sprintf("%d jobs stuck", p.StuckJobs))
+		missed = append(missed, fmt.Sprintf("%d jobs stuck", p.StuckJobs))
 	}
 	switch {
 	case p.MeanJCT == nil:
-		vd.missed = append(vd.missed, "no job completed")
+		missed = append(missed, "no job completed")
 	default:
 		for _, b := range []struct {
 			name string
 			mean *float64
 		}{{sim.PolicyVolcano, v.MeanJCT}, {sim.PolicyFIFOGang, f.MeanJCT}} {
 			if b.mean != nil && *p.MeanJCT > *b.mean {
-				vd.missed = append(vd.missed, fmt.Sprintf("mean JCT %s > %s's %s", report.Duration(*p.MeanJCT), b.name, report.Duration(*b.mean)))
+				missed = append(missed, fmt.Sprintf("mean JCT %s > %s's %s", report.Duration(*p.MeanJCT), b.name, report.Duration(*b.mean)))
 			}
 		}
 	}
 	if p.P99WaitBig != nil {
 		if f.P99WaitBig != nil && *p.P99WaitBig > *f.P99WaitBig {
-			vd.missed = append(vd.missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > fifo-gang's %s", report.Duration(*p.P99WaitBig), report.Duration(*f.P99WaitBig)))
+			missed = append(missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > fifo-gang's %s", report.Duration(*p.P99WaitBig), report.Duration(*f.P99WaitBig)))
 		}
 		if v.P99WaitBig != nil && *p.P99WaitBig > *v.P99WaitBig/2 {
-			vd.missed = append(vd.missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > %s, half of volcano's %s", report.Duration(*p.P99WaitBig), report.Duration(*v.P99WaitBig/2), report.Duration(*v.P99WaitBig)))
+			missed = append(missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > %s, half of volcano's %s", report.Duration(*p.P99WaitBig), report.Duration(*v.P99WaitBig/2), report.Duration(*v.P99WaitBig)))
 		}
 	}
 	switch used := gpuSecondsUsed(p, t.gpus); {
 	case used > 0:
-		if vd.lost = p.PreemptionLostGPUSeconds / used; vd.lost >= 0.01 {
-			vd.missed = append(vd.missed, fmt.Sprintf("preemption threw away %.2f%% of the GPU time used", 100*vd.lost))
+		if lost := p.PreemptionLostGPUSeconds / used; lost >= 0.01 {
+			missed = append(missed, fmt.Sprintf("preemption threw away %.2f%% of the GPU time used", 100*lost))
 		}
 	case p.PreemptionLostGPUSeconds > 0:
-		vd.missed = append(vd.missed, "preemption threw away GPU time, and the GPU time used is not known")
+		missed = append(missed, "preemption threw away GPU time, and the GPU time used is not known")
 	}
-	return vd
+	return missed
 }
 
 // gpuSecondsUsed is the GPU time the run's members ran: its utilisation
@@ -189,10 +182,9 @@ func write(out io.Writer, trios []trio) {
 	fmt.Fprintln(out, "|---|---|")
 	met := 0
 	for _, t := range trios {
-		vd := judge(t)
 		text := "all met"
-		if len(vd.missed) > 0 {
-			text = "missed: " + strings.Join(vd.missed, "; ")
+		if missed := judge(t); len(missed) > 0 {
+			text = "missed: " + strings.Join(missed, "; ")
 		} else {
 			met++
 		}

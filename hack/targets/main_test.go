@@ -68,14 +68,14 @@ func TestJudge(t *testing.T) {
 		if len(trios) != 1 || trios[0].gpus != 16 {
 			t.Fatalf("%s: parsed %+v, want one input of 16 GPUs", tc.name, trios)
 		}
-		vd := judge(trios[0])
-		if len(vd.missed) != len(tc.missed) {
-			t.Errorf("%s: missed %q, want %d targets missed", tc.name, vd.missed, len(tc.missed))
+		missed := judge(trios[0])
+		if len(missed) != len(tc.missed) {
+			t.Errorf("%s: missed %q, want %d targets missed", tc.name, missed, len(tc.missed))
 			continue
 		}
 		for i, want := range tc.missed {
-			if !strings.Contains(vd.missed[i], want) {
-				t.Errorf("%s: missed[%d] = %q, want it to say %q", tc.name, i, vd.missed[i], want)
+			if !strings.Contains(missed[i], want) {
+				t.Errorf("%s: missed[%d] = %q, want it to say %q", tc.name, i, missed[i], want)
 			}
 		}
 	}
