@@ -13,13 +13,14 @@
 #      at offered loads 0.6 (light), 1.0 and 1.6, seeds 1 to 10 at 1.3
 #      (overloaded)) on the same cluster, with the same three policies, and
 #      phalanx with the fixed threshold on overloaded seeds 1 to 3.
-#   3. The verdicts: hack/targets judges every run of the three policies
-#      (Philly's and the synthetic ones, from their JSON reports) against
-#      the page's targets, into <out>/targets.txt.
+#   3. The verdicts: hack/targets reads the JSON reports of the runs of the
+#      three policies (Philly's and the synthetic ones) and writes their
+#      tables, then judges them against the page's targets, into
+#      <out>/targets.txt.
 #
-# Tables go to <out>/*.txt, JSON reports to <out>/*.json, the plot to
-# <out>/philly.svg, the synthetic traces to <out>/gen-*.csv. Two runs go at
-# once.
+# The runs of phalanx alone write their tables to <out>/*.txt; the others
+# their JSON reports to <out>/*.json. The plot goes to <out>/philly.svg, the
+# synthetic traces to <out>/gen-*.csv. Two runs go at once.
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
@@ -54,10 +55,8 @@ start() {
   fi
 }
 names=()
-start philly --trace "$trace" "${policies[@]}" --plot "$out/philly.svg"
-names+=(philly)
-start philly-targets --trace "$trace" "${policies[@]}" --output json
-reports=(philly-targets)
+start philly --trace "$trace" "${policies[@]}" --plot "$out/philly.svg" --output json
+reports=(philly)
 start philly-before --trace "$trace" --policy phalanx --preempt-min-runtime 0 --reclaim-min-runtime 0 --weigh-loss=false
 names+=(philly-before)
 start philly-no-preemption-72h --trace "$trace" --policy phalanx --preemption=false --reserve-after 72h

@@ -1,7 +1,8 @@
 // Command targets judges `phalanx simulate --output json` reports against
 // the targets of docs/evaluation.md. Each report must hold, for every input,
 // the results of phalanx, fifo-gang and volcano; targets prints, per input,
-// the figures of the three and whether phalanx meets each target:
+// the table of the three that `phalanx simulate` prints, then whether
+// phalanx meets each target:
 //
 //   - no job stuck (one that fits the cluster and never ran);
 //   - a mean job completion time no worse than volcano's and fifo-gang's;
@@ -24,6 +25,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/report"
 	"github.com/phalanx-sched/phalanx/sim"
+	"github.com/phalanx-sched/phalanx/workload"
 )
 
 // result is one element of a report's "results".
@@ -36,8 +38,9 @@ type result struct {
 // jsonReport is the part of a report that targets reads.
 type jsonReport struct {
 	Inputs []struct {
-		Input string `json:"input"`
-		GPUs  int64  `json:"gpus"`
+		Input    string   `json:"input"`
+		GPUs     int64    `json:"gpus"`
+		Topology []string `json:"topology"`
 	} `json:"inputs"`
 	Results []result `json:"results"`
 }
@@ -46,6 +49,7 @@ type jsonReport struct {
 type trio struct {
 	input                      string
 	gpus                       int64
+	topology                   []string // its cluster's topology levels: racks add a row to its table
 	phalanx, fifoGang, volcano *sim.Metrics
 }
 
@@ -71,7 +75,10 @@ func main() {
 		}
 		trios = append(trios, ts...)
 	}
-	write(os.Stdout, trios)
+	if err := write(os.Stdout, trios); err != nil {
+		fmt.Fprintln(os.Stderr, "targets:", err)
+		os.Exit(1)
+	}
 }
 
 // parse reads one report into its inputs' trios, in the report's order.
@@ -85,7 +92,7 @@ func parse(data []byte) ([]trio, error) {
 	}
 	var out []trio
 	for _, in := range r.Inputs {
-		t := trio{input: in.Input, gpus: in.GPUs}
+		t := trio{input: in.Input, gpus: in.GPUs, topology: in.Topology}
 		for i := range r.Results {
 			res := &r.Results[i]
 			if res.Input != in.Input {
@@ -158,26 +165,20 @@ func gpuSecondsUsed(m *sim.Metrics, gpus int64) float64 {
 	return *m.GPUUtilization * *m.Makespan * float64(gpus)
 }
 
-// write prints the figures of every trio, then the verdicts.
-func write(out io.Writer, trios []trio) {
-	fmt.Fprintln(out, "| input | policy | stuck | mean JCT | p99 wait, 8+ GPUs | GPU utilisation | preemptions / GPU time lost |")
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
+// write prints each trio's figures as `phalanx simulate` tables them, then
+// the verdicts.
+func write(out io.Writer, trios []trio) error {
 	for _, t := range trios {
+		fmt.Fprintf(out, "== %s\n", t.input)
+		c := report.Comparison{Workload: &workload.Workload{Name: t.input, Topology: t.topology}}
 		for i, m := range []*sim.Metrics{t.phalanx, t.fifoGang, t.volcano} {
-			name := ""
-			if i == 0 {
-				name = t.input
-			}
-			lost := "0"
-			if m.PreemptedGangs > 0 || m.PreemptionLostGPUSeconds > 0 {
-				lost = fmt.Sprintf("%d / %s", m.PreemptedGangs, gpuHours(m.PreemptionLostGPUSeconds))
-			}
-			fmt.Fprintf(out, "| %s | %s | %d | %s | %s | %s | %s |\n", name, compared[i], m.StuckJobs,
-				orNone(m.MeanJCT, report.Duration), orNone(m.P99WaitBig, report.Duration),
-				orNone(m.GPUUtilization, func(u float64) string { return fmt.Sprintf("%.1f%%", 100*u) }), lost)
+			c.Results = append(c.Results, &sim.Result{Policy: compared[i], Metrics: *m})
 		}
+		if err := report.WriteTable(out, c); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
 	}
-	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| input | phalanx's targets |")
 	fmt.Fprintln(out, "|---|---|")
 	met := 0
@@ -190,21 +191,6 @@ func write(out io.Writer, trios []trio) {
 		}
 		fmt.Fprintf(out, "| %s | %s |\n", t.input, text)
 	}
-	fmt.Fprintf(out, "\n%d of %d inputs meet every target.\n", met, len(trios))
-}
-
-func orNone(f *float64, render func(float64) string) string {
-	if f == nil {
-		return "—"
-	}
-	return render(*f)
-}
-
-// gpuHours renders GPU-seconds as GPU-hours, to one decimal below 100.
-func gpuHours(s float64) string {
-	h := s / 3600
-	if h < 100 {
-		return fmt.Sprintf("%.1f GPU-h", h)
-	}
-	return fmt.Sprintf("%.0f GPU-h", h)
+	_, err := fmt.Fprintf(out, "\n%d of %d inputs meet every target.\n", met, len(trios))
+	return err
 }

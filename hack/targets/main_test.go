@@ -103,8 +103,10 @@ func TestWriteCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	write(&out, append(good, bad...))
-	for _, want := range []string{"| trace | all met |", "| trace | missed: mean JCT 3s > volcano's 2s; mean JCT 3s > fifo-gang's 2s |", "1 of 2 inputs meet every target."} {
+	if err := write(&out, append(good, bad...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"== trace\n", "job completion time, mean", "| trace | all met |", "| trace | missed: mean JCT 3s > volcano's 2s; mean JCT 3s > fifo-gang's 2s |", "1 of 2 inputs meet every target."} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
