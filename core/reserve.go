@@ -43,7 +43,9 @@ import (
 // that have an estimate, of what they ask of the accelerator (of CPU on a
 // cluster without one) times their estimate, over what the schedulable
 // nodes have of it. A gang that arrived now would wait about that long if
-// gangs ran in arrival order. Under overload, when every gang waits days,
+// gangs ran in arrival order, once the running gangs had freed their nodes
+// (their remaining work is not counted: docs/evaluation.md says what
+// counting it did). Under overload, when every gang waits days,
 // a fixed threshold sends every gang past it, small or big, to the few
 // reservations in arrival order, and each drains nodes that the others,
 // placed as they come, would have used; with the backlog added only the
@@ -239,8 +241,9 @@ func (b *backlog) of(g *Gang, want Vector) float64 {
 }
 
 // without returns how long, in seconds, the schedulable nodes need to run
-// the backlog but for g's own part: about how long g would still wait if
-// gangs ran in arrival order and g had arrived now.
+// the backlog but for g's own part: about how long g would still wait, past
+// the running gangs' ends, if gangs ran in arrival order and g had arrived
+// now.
 func (b *backlog) without(g *Gang, want Vector) int64 {
 	w := max(b.work-b.of(g, want), 0)
 	return int64(min(w/b.per, float64(math.MaxInt64/2)))
