@@ -87,6 +87,15 @@ type GangForecast struct {
 	// Starts; in the time base of now.
 	Start  int64
 	Starts bool
+	// Reserved is when nodes are first expected to be reserved for the
+	// gang (reserve.go), if Reserves: the first cycle of the forecast in
+	// which it holds a reservation, now if it holds one already. A gang
+	// that starts without ever holding one, because room frees up for it
+	// before it has waited out the reservation threshold, or because it is
+	// not among the first Config.Reservations candidates until then, has
+	// none.
+	Reserved int64
+	Reserves bool
 }
 
 // Forecast is the outcome of Scheduler.Forecast.
@@ -133,6 +142,13 @@ func (s *Scheduler) Forecast(snap *Snapshot, now int64, opts ForecastOptions) Fo
 		f.sched.RunCycleReusing(&f.snap, t, &plan, &diag)
 		out.Cycles++
 		out.Until = t
+		for k := range diag.Pending {
+			if st := &diag.Pending[k]; st.resvNodes > 0 {
+				if i, ok := index[st.Gang]; ok && !out.Gangs[i].Reserves {
+					out.Gangs[i].Reserved, out.Gangs[i].Reserves = t, true
+				}
+			}
+		}
 		f.bind(plan.Binds, t)
 		for _, id := range diag.Scheduled {
 			if i, ok := index[id]; ok && !out.Gangs[i].Starts {

@@ -222,15 +222,19 @@ func benchForecast(b *testing.B, opts ForecastOptions) {
 		f = sched.Forecast(s, 86400, opts)
 	}
 	b.StopTimer()
-	started := 0
+	started, reserved := 0, 0
 	for _, g := range f.Gangs {
 		if g.Starts {
 			started++
+		}
+		if g.Reserves {
+			reserved++
 		}
 	}
 	b.ReportMetric(float64(f.Cycles), "cycles")
 	b.ReportMetric(float64(len(f.Gangs)), "waiting-gangs")
 	b.ReportMetric(float64(started), "forecast-starts")
+	b.ReportMetric(float64(reserved), "forecast-reservations")
 	b.ReportMetric(float64(f.Until-86400)/3600, "hours-covered")
 }
 
@@ -331,6 +335,54 @@ func TestForecastProperties(t *testing.T) {
 					t.Fatalf("seed %d: queue %s positions %v", seed, q, ps)
 				}
 			}
+		}
+	}
+}
+
+// When nodes are first reserved for a gang: node a is full until 1000, b is
+// free. "big" (both nodes, arrived at 0, runs 500 s) becomes a reservation
+// candidate once it has waited ReserveAfter (300 s): reserved at 300,
+// started at 1000. "big2" (the same, arrived at 1) is second in line, and
+// one reservation is held at a time: it is reserved for at the first cycle
+// after big has started (the forecast's cycles are up to a sixteenth of
+// their distance from now apart), and starts when big ends, 1500. Without
+// ReserveAfter nothing is ever reserved; with a reservation already held at
+// the forecast's time, it is reserved now.
+func TestForecastReservedFrom(t *testing.T) {
+	snap := func() *Snapshot {
+		s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(8), MakeNode("b").GPUs(8)).Gangs(
+			MakeGang("big").Members(2, GPUs(8)).Arrival(0).Estimate(500),
+			MakeGang("big2").Members(2, GPUs(8)).Arrival(1).Estimate(500),
+		).Obj()
+		s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 1000, Queue: "default"}}
+		return s
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		now  int64
+		big  int64 // when big is reserved; -1: never
+		// big2 is reserved in (1000, 1000 + (1000 - now)/16], or never.
+		big2 bool
+	}{
+		{"candidate at 300", Config{ReserveAfter: 300, Reservations: 1}, 100, 300, true},
+		{"reserved now", Config{ReserveAfter: 300, Reservations: 1}, 400, 400, true},
+		{"no reservations", Config{}, 100, -1, false},
+	} {
+		f := forecastOf(t, snap(), tc.cfg, tc.now, ForecastOptions{})
+		got := map[string]GangForecast{}
+		for _, g := range f.Gangs {
+			got[g.Gang] = g
+		}
+		if b := got["big"]; b.Reserves != (tc.big >= 0) || (b.Reserves && b.Reserved != tc.big) {
+			t.Errorf("%s: big reserved %v at %d, want at %d", tc.name, b.Reserves, b.Reserved, tc.big)
+		}
+		b2 := got["big2"]
+		if in := b2.Reserved > 1000 && b2.Reserved <= 1000+(1000-tc.now)/forecastPrecision; b2.Reserves != tc.big2 || (b2.Reserves && !in) {
+			t.Errorf("%s: big2 reserved %v at %d, want %v, after big's start at 1000", tc.name, b2.Reserves, b2.Reserved, tc.big2)
+		}
+		if diff := cmp.Diff(map[string]int64{"big": 1000, "big2": 1500}, starts(f)); diff != "" {
+			t.Errorf("%s: starts (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

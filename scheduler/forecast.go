@@ -12,9 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Every waiting gang's place in its queue and expected start
-// (status.queuePosition, status.expectedStartTime), as Slurm's
-// squeue --start gives them for jobs.
+// Every waiting gang's place in its queue, expected start and, with
+// reservations on, when nodes are expected to be reserved for it
+// (status.queuePosition, status.expectedStartTime,
+// status.expectedReservationTime), as Slurm's squeue --start gives the
+// start for jobs.
 //
 // At most once per Options.ForecastPeriod, after a cycle, the loop hands
 // that cycle's snapshot to a goroutine that runs core.Forecast over it:
@@ -27,11 +29,13 @@ import (
 // publish writes the statuses that differ, through the status writer with
 // every other status (coalesced per object, rate-limited).
 //
-// To keep writes few, a gang's expected start is rewritten only when it
-// moves by more than forecastSlack: a minute, or a sixteenth of the time
-// left until it, which is the core's own precision. A reserved gang's
-// expected start is its reservation's, computed every cycle (the forecast
-// agrees with it to within that precision).
+// To keep writes few, a gang's expected start or reservation is rewritten
+// only when it moves by more than forecastSlack: a minute, or a sixteenth
+// of the time left until it, which is the core's own precision. A reserved
+// gang's expected start is its reservation's, computed every cycle (the
+// forecast agrees with it to within that precision), and it has no
+// expected reservation: the Reserved condition says since when it holds
+// one.
 
 // forecastStep is the least time between two cycles of a forecast
 // (core.ForecastOptions.Step).
@@ -41,6 +45,9 @@ const forecastStep = 60
 type forecastEntry struct {
 	position int32
 	start    int64 // Unix seconds; 0: not forecast to start
+	// reserve is when nodes are forecast to be reserved for the gang, in
+	// Unix seconds; 0: not forecast, or reserved already.
+	reserve int64
 }
 
 // forecastState is the loop's side of the forecast.
@@ -95,8 +102,12 @@ func (s *Scheduler) applyForecast(f core.Forecast, at int64) {
 			if g.Starts {
 				e.start = g.Start
 			}
-			if old, ok := s.fc.byGang[g.Gang]; ok && old.start != 0 && e.start != 0 && abs(e.start-old.start) <= forecastSlack(e.start-at) {
-				e.start = old.start
+			if g.Reserves && g.Reserved > at {
+				e.reserve = g.Reserved
+			}
+			if old, ok := s.fc.byGang[g.Gang]; ok {
+				e.start = steady(old.start, e.start, at)
+				e.reserve = steady(old.reserve, e.reserve, at)
 			}
 			next[g.Gang] = e
 		}
@@ -108,6 +119,15 @@ func (s *Scheduler) applyForecast(f core.Forecast, at int64) {
 // may move without being rewritten.
 func forecastSlack(left int64) int64 { return max(60, left/16) }
 
+// steady returns the time old that a new forecast, made at time at, moves
+// to t, if t moves it by no more than the slack; else t. 0 is no time.
+func steady(old, t, at int64) int64 {
+	if old != 0 && t != 0 && abs(t-old) <= forecastSlack(t-at) {
+		return old
+	}
+	return t
+}
+
 func abs(v int64) int64 {
 	if v < 0 {
 		return -v
@@ -115,13 +135,21 @@ func abs(v int64) int64 {
 	return v
 }
 
-// forecastOf is what the status of gang key shows: its place in its queue
-// and its expected start, if it waits. A reserved gang's expected start is
-// its reservation's while that lies ahead, forecast or not.
+// forecastOf is what the status of gang key shows: its place in its queue,
+// its expected start and its expected reservation, if it waits. A reserved
+// gang's expected start is its reservation's while that lies ahead,
+// forecast or not, and it expects no reservation: it has one. Nor does a
+// gang whose expected reservation has passed.
 func (s *Scheduler) forecastOf(key string, last *verdict, now int64) forecastEntry {
 	e := s.fc.byGang[key]
-	if last != nil && last.reserved && last.resv.start > now {
-		e.start = last.resv.start
+	if last != nil && last.reserved {
+		e.reserve = 0
+		if last.resv.start > now {
+			e.start = last.resv.start
+		}
+	}
+	if e.reserve <= now {
+		e.reserve = 0
 	}
 	return e
 }
@@ -129,7 +157,7 @@ func (s *Scheduler) forecastOf(key string, last *verdict, now int64) forecastEnt
 // withForecast sets the forecast fields of st from e, or clears them when
 // the gang does not wait.
 func withForecast(st *v1alpha1.PodGroupStatus, e forecastEntry, waiting bool) {
-	st.QueuePosition, st.ExpectedStartTime = 0, nil
+	st.QueuePosition, st.ExpectedStartTime, st.ExpectedReservationTime = 0, nil, nil
 	if !waiting {
 		return
 	}
@@ -137,5 +165,9 @@ func withForecast(st *v1alpha1.PodGroupStatus, e forecastEntry, waiting bool) {
 	if e.start != 0 {
 		t := metav1.NewTime(time.Unix(e.start, 0))
 		st.ExpectedStartTime = &t
+	}
+	if e.reserve != 0 {
+		t := metav1.NewTime(time.Unix(e.reserve, 0))
+		st.ExpectedReservationTime = &t
 	}
 }

@@ -139,7 +139,7 @@ func TestApplyForecast(t *testing.T) {
 		{Gang: "never", Queue: "q", Position: 3},
 		{Gang: "other", Queue: "r", Position: 1, Start: 1000 + 16*3600, Starts: true},
 	}}, 1000)
-	want := map[string]forecastEntry{"next": {1, 2000}, "never": {2, 0}, "other": {1, 1000 + 16*3600}}
+	want := map[string]forecastEntry{"next": {1, 2000, 0}, "never": {2, 0, 0}, "other": {1, 1000 + 16*3600, 0}}
 	if diff := cmp.Diff(want, s.fc.byGang, cmp.AllowUnexported(forecastEntry{})); diff != "" {
 		t.Errorf("first forecast (-want +got):\n%s", diff)
 	}
@@ -150,34 +150,75 @@ func TestApplyForecast(t *testing.T) {
 		{Gang: "never", Queue: "q", Position: 2, Start: 9000, Starts: true},
 		{Gang: "other", Queue: "r", Position: 1, Start: 1000 + 16*3600 + 59*60, Starts: true},
 	}}, 1060)
-	want = map[string]forecastEntry{"next": {1, 2000}, "never": {2, 9000}, "other": {1, 1000 + 16*3600}}
+	want = map[string]forecastEntry{"next": {1, 2000, 0}, "never": {2, 9000, 0}, "other": {1, 1000 + 16*3600, 0}}
 	if diff := cmp.Diff(want, s.fc.byGang, cmp.AllowUnexported(forecastEntry{})); diff != "" {
 		t.Errorf("second forecast (-want +got):\n%s", diff)
 	}
 	// Past the slack: rewritten.
 	s.applyForecast(core.Forecast{Gangs: []core.GangForecast{{Gang: "next", Queue: "q", Position: 1, Start: 2100, Starts: true}}}, 1060)
-	if got := s.fc.byGang["next"]; got != (forecastEntry{1, 2100}) {
+	if got := s.fc.byGang["next"]; got != (forecastEntry{1, 2100, 0}) {
 		t.Errorf("next moved by 100 s, past the slack of 65: %+v, want the new start", got)
+	}
+}
+
+// TestApplyForecastReserved: the time nodes are forecast to be reserved for
+// a gang is kept while it lies ahead of the forecast's time (a gang
+// reserved at that time holds its reservation already), and like the start
+// it is rewritten only past the slack.
+func TestApplyForecastReserved(t *testing.T) {
+	s := &Scheduler{}
+	s.applyForecast(core.Forecast{Gangs: []core.GangForecast{
+		{Gang: "later", Queue: "q", Position: 1, Start: 9000, Starts: true, Reserved: 5000, Reserves: true},
+		{Gang: "now", Queue: "r", Position: 1, Start: 3000, Starts: true, Reserved: 1000, Reserves: true},
+		{Gang: "never", Queue: "s", Position: 1, Start: 2000, Starts: true},
+	}}, 1000)
+	want := map[string]forecastEntry{"later": {1, 9000, 5000}, "now": {1, 3000, 0}, "never": {1, 2000, 0}}
+	if diff := cmp.Diff(want, s.fc.byGang, cmp.AllowUnexported(forecastEntry{})); diff != "" {
+		t.Errorf("first forecast (-want +got):\n%s", diff)
+	}
+	// 60 s later: later's reservation moves by 4 min, under a sixteenth of
+	// the 70 min left; then by 10 min, past it.
+	s.applyForecast(core.Forecast{Gangs: []core.GangForecast{
+		{Gang: "later", Queue: "q", Position: 1, Start: 9000, Starts: true, Reserved: 5240, Reserves: true}}}, 1060)
+	if got := s.fc.byGang["later"]; got != (forecastEntry{1, 9000, 5000}) {
+		t.Errorf("reservation moved by 240 s: %+v, want the old one kept", got)
+	}
+	s.applyForecast(core.Forecast{Gangs: []core.GangForecast{
+		{Gang: "later", Queue: "q", Position: 1, Start: 9000, Starts: true, Reserved: 5600, Reserves: true}}}, 1060)
+	if got := s.fc.byGang["later"]; got != (forecastEntry{1, 9000, 5600}) {
+		t.Errorf("reservation moved by 600 s: %+v, want the new one", got)
 	}
 }
 
 // TestForecastOfReserved: a reserved gang's expected start is its
 // reservation's while that lies ahead, with or without a forecast; then
-// the forecast's.
+// the forecast's. A reserved gang expects no reservation.
 func TestForecastOfReserved(t *testing.T) {
 	s := &Scheduler{}
 	resv := &verdict{reserved: true, resv: reservation{nodes: 2, start: 5000}}
-	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{0, 5000}) {
+	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{0, 5000, 0}) {
 		t.Errorf("no forecast: %+v, want the reservation's start", got)
 	}
-	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040}}
-	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000}) {
+	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040, 0}}
+	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000, 0}) {
 		t.Errorf("with a forecast: %+v, want position 1 and the reservation's start", got)
 	}
-	if got := s.forecastOf("big", resv, 5000); got != (forecastEntry{1, 5040}) {
+	if got := s.forecastOf("big", resv, 5000); got != (forecastEntry{1, 5040, 0}) {
 		t.Errorf("reservation due: %+v, want the forecast", got)
 	}
-	if got := s.forecastOf("big", nil, 1000); got != (forecastEntry{1, 5040}) {
+	if got := s.forecastOf("big", nil, 1000); got != (forecastEntry{1, 5040, 0}) {
 		t.Errorf("not reserved: %+v, want the forecast", got)
+	}
+	// The expected reservation: shown while the gang has none and it lies
+	// ahead.
+	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040, 2000}}
+	if got := s.forecastOf("big", nil, 1000); got != (forecastEntry{1, 5040, 2000}) {
+		t.Errorf("not reserved yet: %+v, want the forecast's reservation", got)
+	}
+	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000, 0}) {
+		t.Errorf("reserved already: %+v, want no expected reservation", got)
+	}
+	if got := s.forecastOf("big", nil, 2000); got != (forecastEntry{1, 5040, 0}) {
+		t.Errorf("expected reservation passed: %+v, want none", got)
 	}
 }

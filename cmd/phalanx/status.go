@@ -230,6 +230,9 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 	case st.QueuePosition > 0:
 		fmt.Fprintf(out, "Queue position: %d; expected start: not within the scheduler's forecast (running gangs without an estimated run time never end in it)\n", st.QueuePosition)
 	}
+	if t := st.ExpectedReservationTime; t != nil {
+		fmt.Fprintf(out, "Nodes expected to be reserved for it: %s: by then it has waited out the reservation threshold and its turn for a reservation has come\n", startText(c.now, t.Time))
+	}
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(out, "Conditions:")
 		for _, cond := range st.Conditions {

@@ -20,7 +20,7 @@ func statusFixture() statusClients {
 	at := func(secs int64) metav1.Time { return metav1.Unix(secs, 0) }
 	waiting := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "big", CreationTimestamp: at(10000 - 3600)},
 		Spec: v1alpha1.PodGroupSpec{MinMember: 8, Queue: "research", MinResources: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("64")}},
-		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 8, QueuePosition: 1, ExpectedStartTime: ptrTime(at(10000 + 1500)), Conditions: []metav1.Condition{
+		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 8, QueuePosition: 1, ExpectedStartTime: ptrTime(at(10000 + 1500)), ExpectedReservationTime: ptrTime(at(10000 + 600)), Conditions: []metav1.Condition{
 			{Type: v1alpha1.PodGroupScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable", LastTransitionTime: at(9000)},
 			{Type: v1alpha1.PodGroupUnschedulable, Status: metav1.ConditionTrue, Reason: "Unschedulable",
 				Message: "0/4 nodes can hold a member:\n 4 have too few nvidia.com/gpu", LastTransitionTime: at(9000)},
@@ -102,6 +102,7 @@ func TestStatusExplain(t *testing.T) {
 		"minMember 8, minResources nvidia.com/gpu=64",
 		"Phase: Pending (members: 8 pending, 0 running, 0 succeeded, 0 failed)",
 		"Queue position: 1; expected start: 1970-01-01T03:11:40Z (in 25m0s)",
+		"Nodes expected to be reserved for it: 1970-01-01T02:56:40Z (in 10m0s): by then it has waited out the reservation threshold and its turn for a reservation has come",
 		"Unschedulable=True  Unschedulable, for 16m40s: 0/4 nodes can hold a member",
 		"Reserved=True  Reserved, for 8m20s: expected to start in 25m0s",
 		"16m40s ago  Warning  Unschedulable  gang big waits",

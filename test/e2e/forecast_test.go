@@ -14,6 +14,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/scheduler"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -152,5 +153,56 @@ func TestForecastStatus(t *testing.T) {
 	explain := status("explain", e.ns+"/third")
 	if want := "Queue position: 2; expected start: " + shown["third"].UTC().Format(time.RFC3339); !strings.Contains(explain, want) {
 		t.Errorf("explain lacks %q", want)
+	}
+}
+
+// TestForecastReservation: on 2 nodes of 4 GPUs, "first" (4 GPUs,
+// estimated 600 s) runs and gang "big" (2 x 4 GPUs) waits in a queue whose
+// reserveAfterSeconds is 120. The forecast reserves both nodes for big once
+// it has waited 120 s: status.expectedReservationTime is its arrival plus
+// 120 s, to the second, and phalanx status explain prints it; big holds no
+// reservation yet.
+func TestForecastReservation(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("fresv", 2).GPUs(4))
+	after := int32(120)
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1, ReserveAfterSeconds: &after})
+	startSchedulerOpts(t, scheduler.Options{ForecastPeriod: 2 * time.Second})
+	first := e.create(gang("first").Members(1).GPUs(4).Queue(queue).Estimate(600).RunFor("20m"))
+	e.eventually(time.Minute, "first runs", e.running(first))
+
+	// big arrives when its PodGroup or its first pod is created, within
+	// these bounds (the API server's timestamps are whole seconds).
+	before := time.Now().Truncate(time.Second).Add(-time.Second)
+	e.create(gang("big").Members(2).GPUs(4).Queue(queue).RunFor("4s"))
+	latest := time.Now().Add(time.Second)
+	var reserveAt time.Time
+	e.eventually(30*time.Second, "big's status.expectedReservationTime", func(ctx context.Context) error {
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "big", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		at := pg.Status.ExpectedReservationTime
+		if at == nil {
+			return fmt.Errorf("no expectedReservationTime (status %+v)", pg.Status)
+		}
+		if lo, hi := before.Add(120*time.Second), latest.Add(120*time.Second); at.Time.Before(lo) || at.Time.After(hi) {
+			return fmt.Errorf("expectedReservationTime %s, want within [%s, %s]", at.UTC(), lo.UTC(), hi.UTC())
+		}
+		if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupReserved); c != nil && c.Status == metav1.ConditionTrue {
+			return fmt.Errorf("big holds a reservation already: %+v", c)
+		}
+		reserveAt = at.Time
+		return nil
+	})
+
+	cmd := exec.Command(buildPhalanx(t), "status", "explain", e.ns+"/big")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("phalanx status explain: %v\n%s", err, out)
+	}
+	if want := "Nodes expected to be reserved for it: " + reserveAt.UTC().Format(time.RFC3339); !strings.Contains(string(out), want) {
+		t.Errorf("phalanx status explain lacks %q:\n%s", want, out)
 	}
 }

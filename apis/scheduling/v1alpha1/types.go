@@ -147,6 +147,16 @@ type PodGroupStatus struct {
 	// start within the forecast's horizon, or runs.
 	// +optional
 	ExpectedStartTime *metav1.Time `json:"expectedStartTime,omitempty"`
+	// ExpectedReservationTime is when nodes are forecast to be reserved for
+	// the waiting gang (the forecast of ExpectedStartTime): once it has
+	// waited out the reservation threshold (reserveAfter, and the backlog
+	// with reserveAfterBacklog) and is among the first gangs in line. Unset
+	// once nodes are reserved for it (the Reserved condition says since
+	// when), when reservations are off, when the forecast starts it without
+	// one or does not reserve for it within its horizon, and while the gang
+	// runs.
+	// +optional
+	ExpectedReservationTime *metav1.Time `json:"expectedReservationTime,omitempty"`
 }
 
 // PodGroup is a gang of pods that Phalanx places all-or-nothing.
