@@ -344,6 +344,7 @@ func (g *gangPolicy) cycle() error {
 	plan, diag := g.plan, g.last
 	g.idle, g.until, g.skipped = emptyPlan(plan), plan.Until, false
 	g.recordReasons(diag)
+	g.noteReservations(diag)
 	var e *gangEntry
 	for _, b := range plan.Binds {
 		if e == nil || e.gang.ID != b.Gang {
@@ -584,6 +585,22 @@ func (g *gangPolicy) recordReasons(diag core.Diagnostics) {
 		}
 		g.said[st.Gang] = msg
 		g.s.events = append(g.s.events, PodEvent{Time: g.s.now, Job: st.Gang, Kind: "waiting", Reason: msg})
+	}
+}
+
+// noteReservations records, for each job the cycle reserved nodes for, the
+// first time it did.
+func (g *gangPolicy) noteReservations(diag core.Diagnostics) {
+	if !g.opt.reserve {
+		return
+	}
+	for k := range diag.Pending {
+		if _, _, ok := diag.Pending[k].Reservation(); !ok {
+			continue
+		}
+		if e := g.byID[diag.Pending[k].Gang]; e != nil && e.job.reserved < 0 {
+			e.job.reserved = g.s.now
+		}
 	}
 }
 

@@ -15,27 +15,28 @@ func TestReservationStopsStarvation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(reserveAfter int64) int64 {
+	big := func(reserveAfter int64) JobOutcome {
 		r, err := Run(w, PolicyPhalanx, Options{ReserveAfter: reserveAfter})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, j := range r.Jobs {
 			if j.ID == "big" {
-				return j.Start
+				return j
 			}
 		}
 		t.Fatal("no job big")
-		return 0
+		return JobOutcome{}
 	}
-	// At 1h30 (the first event after it has waited an hour) the node is
-	// reserved; small-2, running since 1h, ends at 2h and big starts then.
-	if got := start(3600); got != 7200 {
-		t.Errorf("with reservations big starts at %d s, want 7200", got)
+	// At 1h10, once it has waited an hour (the simulator wakes it then),
+	// the node is reserved; small-2, running since 1h, ends at 2h and big
+	// starts then (small-3, arriving at 1h30, would end after 2h).
+	if got := big(3600); got.Reserved != 4200 || got.Start != 7200 {
+		t.Errorf("with reservations big is reserved for at %d s and starts at %d s, want 4200 and 7200", got.Reserved, got.Start)
 	}
 	// Without, every freed half goes to the next small job, until the
 	// stream ends: small-9 arrives at 4h30 and the last ones end at 5h30.
-	if got := start(-1); got <= 4*3600 {
-		t.Errorf("without reservations big starts at %d s; want it to starve until the stream ends", got)
+	if got := big(-1); got.Start <= 4*3600 || got.Reserved != -1 {
+		t.Errorf("without reservations big is reserved for at %d s (want never) and starts at %d s; want it to starve until the stream ends", got.Reserved, got.Start)
 	}
 }

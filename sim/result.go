@@ -127,6 +127,9 @@ type JobOutcome struct {
 	// or reclaim.
 	Duration, GPUSeconds int64
 	Preemptions          int
+	// Reserved is when nodes were first reserved for the job's gang
+	// (reservation with backfill, core/reserve.go), -1 if never.
+	Reserved int64
 }
 
 // Sample is one step of a step function of time.

@@ -229,6 +229,7 @@ func outcomes(s *state, p policy) []JobOutcome {
 			Duration:    j.spec.Duration,
 			GPUSeconds:  j.received,
 			Preemptions: j.preemptions,
+			Reserved:    j.reserved,
 		}
 		switch {
 		case j.done:

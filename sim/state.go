@@ -93,6 +93,9 @@ type job struct {
 	// preemptions counts the cycles in which it lost members to preemption
 	// or reclaim.
 	preemptions int
+	// reserved is when nodes were first reserved for the job (the core's
+	// reservation for its gang), -1 if never.
+	reserved int64
 	// estimate is the run time the scheduler expects (Gang.Estimate); estEnd
 	// the end it expects while the job runs.
 	estimate, estEnd int64
@@ -223,7 +226,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 				return nil, fmt.Errorf("sim: job %q: failure of member %d at %d s (restart after %d s) is out of range", spec.ID, f.Member, f.At, f.RestartAfter)
 			}
 		}
-		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1,
+		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1,
 			estimate: opt.EstimateError.estimate(spec.ID, spec.Duration)}
 		if len(spec.Failures) > 0 {
 			s.jobs[i].failed = make([]bool, len(spec.Failures))

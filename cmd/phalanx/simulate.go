@@ -105,7 +105,7 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
 	fs.StringVar(&f.output, "output", "table", "output `format`: table or json")
 	fs.StringVar(&f.plot, "plot", "", "also draw GPUs in use and jobs waiting over time into `FILE` (.svg or .png)")
-	fs.StringVar(&f.jobsOut, "jobs-out", "", "also write a CSV record per job and policy into `FILE` (times, state, wait, completion time, preemptions)")
+	fs.StringVar(&f.jobsOut, "jobs-out", "", "also write a CSV record per job and policy into `FILE` (times, state, wait, completion time, preemptions, when nodes were reserved for it)")
 	return fs
 }
 
