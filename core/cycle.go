@@ -498,11 +498,11 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 		c.closeHolds(false)
 		return false
 	}
-	c.closeHolds(true)
 	for _, p := range t.placed {
 		c.plan.Binds = append(c.plan.Binds, Bind{Gang: g.ID, Member: g.Pending[p.member].Name, Node: c.snap.Nodes[p.node].Name})
-		c.spend(p.node, p.req)
+		c.spend(p.node, p.req) // before closeHolds: what its holds cover is not spent
 	}
+	c.closeHolds(true)
 	qs.allocated = qs.allocated.Add(want)
 	c.diag.Scheduled = append(c.diag.Scheduled, g.ID)
 	c.satisfied = append(c.satisfied, elastic{g: g, qs: qs, from: need})

@@ -9,6 +9,10 @@ package core
 // When the holding gang's turn comes its holds are opened, given back to the
 // free index for its placement; if it is placed they are spent, and what it
 // left unused is free for the rest of the cycle; if not, they are taken back.
+// Reservations never count on held room (futures.start), so a gang may use
+// its holds on a reserved node beyond the reservation's spare room
+// (mayUse, spend): a preemptor is never kept from the room its victims
+// freed by a reservation, which its victim, waiting again, may hold.
 //
 // A shape of member that found no node while some gang's holds were open may
 // fit when they are closed, and the reverse; the cycle's memo of unplaceable
@@ -30,7 +34,10 @@ type held struct {
 	// amount is what the hold asks for; applied what is taken out of the
 	// node's free resources now (amount clipped to what was free).
 	amount, applied Vector
-	state           holdState
+	// covered is what the gang's placements on the node used of amount
+	// (spend): room no reservation counts on.
+	covered Vector
+	state   holdState
 }
 
 // applyHolds takes every hold of the snapshot out of the free index.

@@ -553,31 +553,64 @@ func (c *cycle) fitsAfter(fs *futures, g *Gang, releases []*Release, k int) ([]p
 // request r on node n, where t (if not nil) already placed some: on a
 // reserved node, only the reserved gang and gangs that end before it starts
 // may use more than the node's spare room, what the node has beyond the
-// reservation's needs at its start.
+// reservation's needs at its start. A gang's holds on n add to the room it
+// may use there: reservations never count on held room (futures.start).
 func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
 	added := false
+	var held Vector
 	for i, rv := range c.resvs {
 		if c.open&(1<<i) != 0 || rv.slot[n] < 0 {
 			continue
 		}
-		if t != nil && !added {
+		if !added {
 			added = true
-			for _, p := range t.placed {
-				if p.node == n {
-					r = r.Add(p.req)
+			if t != nil {
+				for _, p := range t.placed {
+					if p.node == n {
+						r = r.Add(p.req)
+					}
 				}
 			}
+			held = c.heldLeft(n)
 		}
-		if !r.Fits(rv.spare[rv.slot[n]]) {
+		if !r.Fits(rv.spare[rv.slot[n]].Add(held)) {
 			return false
 		}
 	}
 	return true
 }
 
-// spend records that the gang being placed put r on n: it comes out of the
-// spare room of the reservations it may not use.
+// heldLeft is what the open holds of the gang being placed keep on n and
+// its placements have not used yet.
+func (c *cycle) heldLeft(n int) Vector {
+	var v Vector
+	if c.holder == nil {
+		return v
+	}
+	for _, h := range c.holds[c.holder.ID] {
+		if h.node == n && h.state == holdOpen {
+			v = v.Add(positive(h.amount.Sub(h.covered)))
+		}
+	}
+	return v
+}
+
+// spend records that the gang being placed put r on n: what its open holds
+// on n do not cover comes out of the spare room of the reservations it may
+// not use.
 func (c *cycle) spend(n int, r Vector) {
+	if c.holder != nil {
+		for _, h := range c.holds[c.holder.ID] {
+			if h.node != n || h.state != holdOpen {
+				continue
+			}
+			for d := range r {
+				cover := min(max(h.amount[d]-h.covered[d], 0), max(r[d], 0))
+				h.covered[d] += cover
+				r[d] -= cover
+			}
+		}
+	}
 	for i, rv := range c.resvs {
 		if k := rv.slot[n]; c.open&(1<<i) == 0 && k >= 0 {
 			rv.spare[k] = rv.spare[k].Sub(r)

@@ -398,3 +398,29 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 		t.Errorf("with later in a closed queue big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
 	}
 }
+
+// A gang's hold wins over a reservation that shares its node. Node a is
+// empty but 4 of its GPUs are held for the preemptor, whose victims were
+// there; node b is busy until t=11000. The long-waiting gang (3 x 4 GPUs)
+// can start at 11000 on a's other 4 GPUs and on b: a and b are reserved for
+// it, a without the held GPUs, which it never counts on. The preemptor, too
+// long to end before then, still starts at once on the GPUs held for it,
+// and the reservation keeps its room: no other gang takes a's last 4.
+func TestHoldWinsOverReservation(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8), MakeNode("b").GPUs(8).UsedGPUs(8)).Gangs(
+		MakeGang("waited").Members(3, GPUs(4)).Arrival(0).Estimate(3600),
+		MakeGang("preemptor").Members(1, GPUs(4)).Arrival(9000).Estimate(5000),
+		MakeGang("other").Members(1, GPUs(4)).Arrival(9500).Estimate(5000),
+	).Obj()
+	s.Releases = []Release{{Node: 1, Amount: Vector{Pods: 1, gpuDim: 8}, At: 11000, Queue: "default"}}
+	s.Holds = []Hold{{Gang: "preemptor", Node: 0, Amount: Vector{Pods: 1, gpuDim: 4}}}
+	for _, cfg := range []Config{{ReserveAfter: 600}, {ReserveAfter: 600, ShortestFirst: true}} {
+		plan, diag := runAt(t, s, cfg, 10000)
+		if diff := cmp.Diff([]string{"preemptor"}, keys(placed(plan))); diff != "" {
+			t.Errorf("shortest first %v: placed (-want +got):\n%s", cfg.ShortestFirst, diff)
+		}
+		if msg := pendingOf(diag)["waited"].Message; !strings.Contains(msg, "2 node(s) reserved for it") {
+			t.Errorf("shortest first %v: waited: %q does not give its reservation", cfg.ShortestFirst, msg)
+		}
+	}
+}

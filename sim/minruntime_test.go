@@ -65,18 +65,18 @@ func TestWeighLossKeepsAVictimNearItsEnd(t *testing.T) {
 }
 
 // No gang is evicted for a gang that then does not start: on an overloaded
-// synthetic trace, under the defaults, every preemptor is bound while the
-// room its victims free is held for it (grace period + holdMargin after the
-// eviction). With the defaults before them (no minimum run time, losses not
-// weighed, reservations after 1h) a few preemptors are not, and evict
-// again: that churn is counted in the log, not asserted. The cause seen: the
-// victim had just started on nodes reserved for it; waiting again with its
-// old arrival it gets its reservation back, which keeps the preemptor out
-// of the room held for it until the hold expires. The minimum run time
-// keeps a gang that just started from being a victim.
+// synthetic trace every preemptor is bound while the room its victims free
+// is held for it (grace period + holdMargin after the eviction), under the
+// defaults and under the defaults before them (no minimum run time, losses
+// not weighed, reservations after 1h), which evict far more. With those,
+// before holds won over reservations (core.TestHoldWinsOverReservation),
+// 29 of 244 preemptors on this trace were not: the victim, just started on
+// nodes reserved for it, waited again with its old arrival and got its
+// reservation back, on nodes that took in the room held for the preemptor,
+// which then could not use its own hold and evicted again once it expired.
 func TestPreemptorsStart(t *testing.T) {
 	var b bytes.Buffer
-	if err := workload.GenerateTrace(&b, workload.GenOptions{Seed: 5, Jobs: 1500, GPUs: 64,
+	if err := workload.GenerateTrace(&b, workload.GenOptions{Seed: 4, Jobs: 1500, GPUs: 64,
 		Load: workload.LoadOverloaded, Queues: 4}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,6 @@ func TestPreemptorsStart(t *testing.T) {
 			p, v := next(e.preemptor, e.at), next(e.victim, e.at+1)
 			if p > e.at+DefaultGracePeriod+holdMargin {
 				late++
-			}
-			if p > e.at+DefaultGracePeriod+holdMargin && name == "defaults" {
 				t.Errorf("%s: %s evicted %s at %d s and was bound next at %d s, after its hold", name, e.preemptor, e.victim, e.at, p)
 			}
 			if v < p {
