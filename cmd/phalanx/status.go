@@ -164,14 +164,14 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tNAME\tQUEUE\tPOSITION\tPHASE\tRUNNING/MIN\tWAITING\tREASON\tEXPECTED START\tMESSAGE")
+	fmt.Fprintln(w, "NAMESPACE\tNAME\tQUEUE\tPOSITION\tPHASE\tRUNNING/MIN\tWAITING\tREASON\tEXPECTED START\tRESERVATION\tMESSAGE")
 	for i := range pgs {
 		pg := &pgs[i]
 		phase := string(pg.Status.Phase)
 		if phase == "" {
 			phase = "-"
 		}
-		waiting, reason, message, start := "-", "-", "", "-"
+		waiting, reason, message, start, reserved := "-", "-", "", "-", "-"
 		conds := pg.Status.Conditions
 		if !meta.IsStatusConditionTrue(conds, v1alpha1.PodGroupScheduled) {
 			waiting = age(c.now, pg.CreationTimestamp.Time)
@@ -179,8 +179,12 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 		if cond := meta.FindStatusCondition(conds, v1alpha1.PodGroupUnschedulable); cond != nil && cond.Status == metav1.ConditionTrue {
 			reason, message = cond.Reason, cond.Message
 		}
+		// Nodes reserved for it, or when they are expected to be.
 		if cond := meta.FindStatusCondition(conds, v1alpha1.PodGroupReserved); cond != nil && cond.Status == metav1.ConditionTrue {
 			start = cond.Message
+			reserved = "held for " + age(c.now, cond.LastTransitionTime.Time)
+		} else if t := pg.Status.ExpectedReservationTime; t != nil {
+			reserved = startText(c.now, t.Time)
 		}
 		if t := pg.Status.ExpectedStartTime; t != nil {
 			start = startText(c.now, t.Time)
@@ -189,8 +193,8 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 		if p := pg.Status.QueuePosition; p > 0 {
 			position = fmt.Sprint(p)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), position, phase,
-			pg.Status.Running, pg.Spec.MinMember, waiting, reason, start, oneLine(message, 100))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), position, phase,
+			pg.Status.Running, pg.Spec.MinMember, waiting, reason, start, reserved, oneLine(message, 100))
 	}
 	return w.Flush()
 }

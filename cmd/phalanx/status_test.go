@@ -34,7 +34,7 @@ func statusFixture() statusClients {
 	// not forecast to start.
 	behind := &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "behind", CreationTimestamp: at(10000 - 7200)},
 		Spec:   v1alpha1.PodGroupSpec{MinMember: 1, Queue: "research"},
-		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 1, QueuePosition: 2}}
+		Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 1, QueuePosition: 2, ExpectedReservationTime: ptrTime(at(10000 + 5400))}}
 	research := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "research"}, Spec: v1alpha1.QueueSpec{Weight: 3},
 		Status: v1alpha1.QueueStatus{Pending: 1, Allocated: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("16"), corev1.ResourceCPU: resource.MustParse("32")},
 			Deserved: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("24")}}}
@@ -71,11 +71,11 @@ func TestStatusGangs(t *testing.T) {
 	}
 	// By queue: default's gang first, then research's in their order.
 	for i, want := range [][]string{
-		{"NAMESPACE", "NAME", "QUEUE", "POSITION", "PHASE", "RUNNING/MIN", "WAITING", "REASON", "EXPECTED START", "MESSAGE"},
+		{"NAMESPACE", "NAME", "QUEUE", "POSITION", "PHASE", "RUNNING/MIN", "WAITING", "REASON", "EXPECTED START", "RESERVATION", "MESSAGE"},
 		{"team-b", "small", "default", " - ", "Running", "2/2", " - "},
 		{"team-a", "big", "research", " 1 ", "Pending", "0/8", "1h0m0s", "Unschedulable", "1970-01-01T03:11:40Z (in 25m0s)",
-			"0/4 nodes can hold a member: 4 have too few nvidia.com/gpu"},
-		{"team-a", "behind", "research", " 2 ", "Pending", "2h0m0s"},
+			"held for 8m20s", "0/4 nodes can hold a member: 4 have too few nvidia.com/gpu"},
+		{"team-a", "behind", "research", " 2 ", "Pending", "2h0m0s", "1970-01-01T04:16:40Z (in 1h30m0s)"},
 	} {
 		for _, field := range want {
 			if !strings.Contains(lines[i], field) {

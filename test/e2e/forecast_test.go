@@ -160,8 +160,8 @@ func TestForecastStatus(t *testing.T) {
 // estimated 600 s) runs and gang "big" (2 x 4 GPUs) waits in a queue whose
 // reserveAfterSeconds is 120. The forecast reserves both nodes for big once
 // it has waited 120 s: status.expectedReservationTime is its arrival plus
-// 120 s, to the second, and phalanx status explain prints it; big holds no
-// reservation yet.
+// 120 s, to the second, and phalanx status explain and gangs print it; big
+// holds no reservation yet.
 func TestForecastReservation(t *testing.T) {
 	e := newEnv(t)
 	e.addNodes(kwokNodes("fresv", 2).GPUs(4))
@@ -196,13 +196,30 @@ func TestForecastReservation(t *testing.T) {
 		return nil
 	})
 
-	cmd := exec.Command(buildPhalanx(t), "status", "explain", e.ns+"/big")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("phalanx status explain: %v\n%s", err, out)
+	status := func(args ...string) string {
+		cmd := exec.Command(buildPhalanx(t), append([]string{"status"}, args...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("phalanx status %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
-	if want := "Nodes expected to be reserved for it: " + reserveAt.UTC().Format(time.RFC3339); !strings.Contains(string(out), want) {
+	out := status("explain", e.ns+"/big")
+	if want := "Nodes expected to be reserved for it: " + reserveAt.UTC().Format(time.RFC3339); !strings.Contains(out, want) {
 		t.Errorf("phalanx status explain lacks %q:\n%s", want, out)
+	}
+	// The same time in the RESERVATION column of phalanx status gangs.
+	out = status("gangs", "-n", e.ns)
+	lines := strings.Split(out, "\n")
+	col := strings.Index(lines[0], "RESERVATION")
+	var got string
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "big" && col >= 0 && len(l) > col {
+			got = l[col:]
+		}
+	}
+	if want := reserveAt.UTC().Format(time.RFC3339) + " (in "; !strings.HasPrefix(got, want) {
+		t.Errorf("phalanx status gangs: big's RESERVATION column reads %q, want %q...:\n%s", got, want, out)
 	}
 }
