@@ -300,6 +300,38 @@ type nodeReport struct {
 	fit      int
 	byFilter [len(filterText)]int
 	shortOf  [MaxDims]int
+	// reservedFor names the gangs whose reservations refused nodes, the
+	// first two in the cycle's order; moreReserved says there were more.
+	reservedFor  [2]string
+	moreReserved bool
+}
+
+// addReserved records that the reservation of gang id refused a node.
+func (r *nodeReport) addReserved(id string) {
+	for i, have := range r.reservedFor {
+		switch have {
+		case id:
+			return
+		case "":
+			r.reservedFor[i] = id
+			return
+		}
+	}
+	r.moreReserved = true
+}
+
+// reservedText says whose reservations refused the nodes, e.g. "reserved
+// for gang ns/big", stable while the reservations are.
+func (r *nodeReport) reservedText() string {
+	switch {
+	case r.reservedFor[0] == "":
+		return filterText[filteredReserved]
+	case r.reservedFor[1] == "":
+		return "reserved for gang " + r.reservedFor[0]
+	case r.moreReserved:
+		return "reserved for gangs " + r.reservedFor[0] + ", " + r.reservedFor[1] + " and others"
+	}
+	return "reserved for gangs " + r.reservedFor[0] + " and " + r.reservedFor[1]
 }
 
 func (c *cycle) report(r Vector, cons *Constraints, pc *podCheck) *nodeReport {
@@ -316,8 +348,9 @@ func (c *cycle) report(r Vector, cons *Constraints, pc *podCheck) *nodeReport {
 				continue
 			}
 		}
-		if !c.mayUse(n, r, nil) {
+		if i := c.refusedBy(n, r, nil); i >= 0 {
 			rep.byFilter[filteredReserved]++
+			rep.addReserved(c.resvs[i].gang.ID)
 			continue
 		}
 		if d, over := exceeds(r, c.x.free[n]); over {
@@ -351,7 +384,11 @@ func (r *nodeReport) describe(names ResourceNames) string {
 		}
 	}
 	for f, n := range r.byFilter {
-		if n > 0 {
+		switch {
+		case n == 0:
+		case filterResult(f) == filteredReserved:
+			why = append(why, fmt.Sprintf("%d %s", n, r.reservedText()))
+		default:
 			why = append(why, fmt.Sprintf("%d %s", n, filterText[f]))
 		}
 	}

@@ -555,7 +555,11 @@ func (c *cycle) fitsAfter(fs *futures, g *Gang, releases []*Release, k int) ([]p
 // may use more than the node's spare room, what the node has beyond the
 // reservation's needs at its start. A gang's holds on n add to the room it
 // may use there: reservations never count on held room (futures.start).
-func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
+func (c *cycle) mayUse(n int, r Vector, t *txn) bool { return c.refusedBy(n, r, t) < 0 }
+
+// refusedBy returns the index in c.resvs of the first reservation that
+// keeps the gang being placed from putting r on n (mayUse), or -1.
+func (c *cycle) refusedBy(n int, r Vector, t *txn) int {
 	added := false
 	var held Vector
 	for i, rv := range c.resvs {
@@ -574,10 +578,10 @@ func (c *cycle) mayUse(n int, r Vector, t *txn) bool {
 			held = c.heldLeft(n)
 		}
 		if !r.Fits(rv.spare[rv.slot[n]].Add(held)) {
-			return false
+			return i
 		}
 	}
-	return true
+	return -1
 }
 
 // heldLeft is what the open holds of the gang being placed keep on n and

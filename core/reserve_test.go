@@ -42,7 +42,7 @@ func TestReservationWithBackfill(t *testing.T) {
 		t.Errorf("big: %q does not give its reservation", msg)
 	}
 	for _, g := range []string{"long", "unknown"} {
-		if msg := got[g].Message; !strings.Contains(msg, "reserved for a waiting gang") {
+		if msg := got[g].Message; !strings.Contains(msg, "2 reserved for gang big)") {
 			t.Errorf("%s: %q does not say the nodes are reserved", g, msg)
 		}
 	}
@@ -129,7 +129,7 @@ func TestReservationLeavesSpareRoom(t *testing.T) {
 	if len(plan.Binds) != 0 {
 		t.Errorf("binds %v eat into big's reservation", plan.Binds)
 	}
-	if msg := pendingStatus(diag, "small").Message(); !strings.Contains(msg, "reserved for a waiting gang") {
+	if msg := pendingStatus(diag, "small").Message(); !strings.Contains(msg, "reserved for gang big") {
 		t.Errorf("small: %q", msg)
 	}
 }
@@ -216,6 +216,10 @@ func TestSeveralReservations(t *testing.T) {
 			msg := got["second"].Message
 			if tc.second == "" && strings.Contains(msg, "reserved for it") || !strings.Contains(msg, tc.second) {
 				t.Errorf("second: %q, want it to say %q", msg, tc.second)
+			}
+			// A gang kept off both nodes names both reservations.
+			if msg := got["filler"].Message; tc.want == nil && !strings.Contains(msg, "(2 reserved for gangs first and second)") {
+				t.Errorf("filler: %q does not name both reservations", msg)
 			}
 		})
 	}

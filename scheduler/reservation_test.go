@@ -73,7 +73,7 @@ func TestReservationVerdict(t *testing.T) {
 		if strings.Contains(big.message, "expected to start in") {
 			t.Errorf("big's message %q still counts down", big.message)
 		}
-		if u := verdicts["ns/unknown#pod"]; u.reserved || !strings.Contains(u.message, "reserved for a waiting gang") {
+		if u := verdicts["ns/unknown#pod"]; u.reserved || !strings.Contains(u.message, "reserved for gang ns/big") {
 			t.Errorf("unknown's verdict %+v does not say the nodes are reserved", u)
 		}
 		if now == 500 {

@@ -237,6 +237,11 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 	if t := st.ExpectedReservationTime; t != nil {
 		fmt.Fprintf(out, "Nodes expected to be reserved for it: %s: by then it has waited out the reservation threshold and its turn for a reservation has come\n", startText(c.now, t.Time))
 	}
+	if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.PodGroupUnschedulable); cond != nil &&
+		cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "reserved for gang") {
+		fmt.Fprintln(out, "Reserved nodes: nodes reserved for another gang are open to this one only if its estimated run time "+
+			"(spec.estimatedRuntimeSeconds, or the annotation phalanx.dev/estimated-runtime) ends before that gang's expected start")
+	}
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(out, "Conditions:")
 		for _, cond := range st.Conditions {

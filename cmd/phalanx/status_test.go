@@ -125,3 +125,29 @@ func TestStatusUsageErrors(t *testing.T) {
 }
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }
+
+// A gang kept off nodes reserved for another is told what would let it use
+// them; a gang waiting for another reason is not.
+func TestStatusExplainReservedNodes(t *testing.T) {
+	now := time.Unix(10000, 0)
+	pg := func(name, message string) *v1alpha1.PodGroup {
+		return &v1alpha1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, CreationTimestamp: metav1.Unix(9000, 0)},
+			Spec: v1alpha1.PodGroupSpec{MinMember: 1},
+			Status: v1alpha1.PodGroupStatus{Phase: v1alpha1.PodGroupPending, Pending: 1, Conditions: []metav1.Condition{
+				{Type: v1alpha1.PodGroupUnschedulable, Status: metav1.ConditionTrue, Reason: "Unschedulable", Message: message,
+					LastTransitionTime: metav1.Unix(9500, 0)}}}}
+	}
+	c := statusClients{kube: fake.NewClientset(), now: now, client: phalanxfake.NewSimpleClientset(
+		pg("kept", "0/1 members fit; a member needing 4 nvidia.com/gpu: 0/2 nodes fit (2 reserved for gang team-a/big)"),
+		pg("short", "0/1 members fit; short 4 nvidia.com/gpu"))}
+	const hint = "Reserved nodes: nodes reserved for another gang are open to this one only if its estimated run time"
+	for name, want := range map[string]bool{"kept": true, "short": false} {
+		var out bytes.Buffer
+		if err := c.explain(context.Background(), &out, "team-a", name); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), hint); got != want {
+			t.Errorf("%s: the hint on reserved nodes printed %v, want %v:\n%s", name, got, want, out.String())
+		}
+	}
+}

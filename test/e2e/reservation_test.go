@@ -59,7 +59,7 @@ func TestReservationWithBackfill(t *testing.T) {
 	short := e.create(ackJob("short").Workers(1).GPUsPerWorker(4).Queue(queue).PodAnnotation(annEstimate, "3s").RunFor("2s"))
 	e.eventually(30*time.Second, "short, estimated to end before big starts, backfills the free node", e.started(short))
 	e.eventually(10*time.Second, "unknown, with no estimate, says the nodes are reserved",
-		e.podGroupCondition("unknown", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "reserved for a waiting gang"))
+		e.podGroupCondition("unknown", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "reserved for gang "+e.ns+"/big"))
 	e.eventually(30*time.Second, "short completes", e.inPhase(short, corev1.PodSucceeded))
 	e.whileRunning(first, "big and unknown to wait while first runs, though a node is free",
 		all(e.noneBound(big), e.noneBound(unknown)))
