@@ -1,6 +1,7 @@
 package core
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,9 +35,14 @@ func TestReclaimMinRuntime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := reclaimSnapshot(8)
 			s.Queues[0].ReclaimMinRuntime = tc.queueA
-			plan, _ := runAt(t, s, tc.cfg, 100)
+			plan, diag := runAt(t, s, tc.cfg, 100)
 			if diff := cmp.Diff(tc.victims, victims(plan)); diff != "" {
 				t.Errorf("victims (-want +got):\n%s", diff)
+			}
+			// With no victim the status says none may be evicted.
+			const none = "; no preemption: no running gang may be evicted for it"
+			if msg := pendingOf(diag)["claim"].Message; tc.victims == nil && !strings.Contains(msg, none) {
+				t.Errorf("claim's status does not say no gang may be evicted: %q", msg)
 			}
 			if tc.wantUntil != 0 && plan.Until != tc.wantUntil {
 				t.Errorf("Until %d, want %d", plan.Until, tc.wantUntil)
@@ -105,9 +111,13 @@ func TestWeighLoss(t *testing.T) {
 	if diff := cmp.Diff([]string{"a-new/a-new-0"}, victims(plan)); diff != "" {
 		t.Errorf("at 560, loss 4000 = gain 4000: victims (-want +got):\n%s", diff)
 	}
-	plan, _ = runAt(t, snap(1000), cfg, 561)
+	plan, diag := runAt(t, snap(1000), cfg, 561)
 	if len(plan.Evictions) != 0 {
 		t.Errorf("at 561, loss 4008 > gain 3992, yet %v", victims(plan))
+	}
+	if msg := pendingOf(diag)["claim"].Message; !strings.Contains(msg,
+		"; no preemption: the evictions that would make room would lose more run time than they would gain it") {
+		t.Errorf("at 561, claim's status does not say why nothing is evicted: %q", msg)
 	}
 	// Nearly done: a-new ends at 110, a gain of 80 for a loss of 320.
 	plan, _ = runAt(t, snap(50), cfg, 100)
@@ -173,9 +183,13 @@ func TestNoEvictionForAGangThatCannotStart(t *testing.T) {
 		runGang(s, "young", "default", 0, 1, 90, []int{1}, 8)
 		return s
 	}
-	plan, _ := runAt(t, snap(), Config{Preemption: true, PreemptMinRuntime: 50}, 100)
+	plan, diag := runAt(t, snap(), Config{Preemption: true, PreemptMinRuntime: 50}, 100)
 	if len(plan.Evictions) != 0 || len(plan.Holds) != 0 {
 		t.Errorf("evictions %v, holds %v", victims(plan), plan.Holds)
+	}
+	if msg := pendingOf(diag)["high"].Message; !strings.Contains(msg,
+		"; no preemption: evicting every running gang that may be evicted for it would not make room") {
+		t.Errorf("high's status does not say why nothing is evicted: %q", msg)
 	}
 	if plan.Until != 140 {
 		t.Errorf("Until %d, want 140, when young has run 50 s", plan.Until)

@@ -306,6 +306,17 @@ type nodeReport struct {
 	moreReserved bool
 }
 
+// hopeless reports whether every node refuses the member whatever runs on
+// it: cordon, taints, selectors, node and volume affinity. Evicting
+// nothing could help it.
+func (r *nodeReport) hopeless() bool {
+	n := 0
+	for f := filteredUnschedulable; f <= filteredVolume; f++ {
+		n += r.byFilter[f]
+	}
+	return n == r.nodes
+}
+
 // addReserved records that the reservation of gang id refused a node.
 func (r *nodeReport) addReserved(id string) {
 	for i, have := range r.reservedFor {

@@ -113,6 +113,9 @@ type GangStatus struct {
 	// time, for the message.
 	resvNodes      int
 	resvStart, now int64
+	// refused says why the preemption phase evicted nothing for the gang,
+	// when it tried.
+	refused refusal
 }
 
 // Reservation reports the nodes reserved for the gang and when it is
@@ -158,7 +161,18 @@ func (s GangStatus) message() string {
 	if s.report != nil && (s.Short.IsZero() || s.report.filtered()) {
 		msg += "; " + s.report.describe(s.names)
 	}
+	if s.refused != notRefused {
+		msg += "; no preemption: " + refusalText[s.refused]
+	}
 	return msg
+}
+
+// refuse records why the preemption phase evicted nothing for the gang,
+// unless no node could take its members whatever ran there.
+func (s *GangStatus) refuse(why refusal) {
+	if s.report == nil || !s.report.hopeless() {
+		s.refused = why
+	}
 }
 
 // Diagnostics describe the outcome of a cycle for every gang it looked at.

@@ -68,6 +68,10 @@ import (
 //     preemptor that fits once they are gone waits rather than evicting
 //     more.
 //
+// A gang for which nothing is evicted says why in its status: no running
+// unit may be evicted for it (the rules above), evicting all that may be
+// would not make room, or the evictions would lose more than it gains.
+//
 // No ping-pong: a victim of preemption has a lower priority than its
 // preemptor, so it can never preempt it back; a victim of reclaim belongs to
 // a queue over its deserved share, and its preemptor's queue stays within
@@ -122,11 +126,34 @@ type preemptKey struct {
 	priority int32
 }
 
-// failedPreemptions is a set of preemptKeys: those whose shape, queue and
-// priority fit in one word in a map of words, which hashes faster.
+// failedPreemptions maps preemptKeys to why preemption failed for them:
+// those whose shape, queue and priority fit in one word in a map of words,
+// which hashes faster.
 type failedPreemptions struct {
-	words map[uint64]bool
-	other map[preemptKey]bool
+	words map[uint64]refusal
+	other map[preemptKey]refusal
+}
+
+// refusal says why a gang's preemption phase evicted nothing for it; the
+// gang's status says so (GangStatus.message).
+type refusal uint8
+
+const (
+	notRefused refusal = iota
+	// refusedNoVictims: no running unit may be evicted for the gang.
+	refusedNoVictims
+	// refusedTooFew: evicting every unit that may be would not make room.
+	refusedTooFew
+	// refusedLoss: the evictions that would make room lose more than the
+	// gang gains (Config.WeighLoss).
+	refusedLoss
+)
+
+var refusalText = [...]string{
+	notRefused:       "",
+	refusedNoVictims: "no running gang may be evicted for it",
+	refusedTooFew:    "evicting every running gang that may be evicted for it would not make room",
+	refusedLoss:      "the evictions that would make room would lose more run time than they would gain it",
 }
 
 func (k preemptKey) word() (uint64, bool) {
@@ -137,25 +164,26 @@ func (k preemptKey) word() (uint64, bool) {
 	return uint64(k.shape)<<32 | uint64(pos)<<16 | uint64(uint16(prio)), true
 }
 
-func (f *failedPreemptions) has(k preemptKey) bool {
+// has returns why preemption failed for k, notRefused if it did not.
+func (f *failedPreemptions) has(k preemptKey) refusal {
 	if w, ok := k.word(); ok {
 		return f.words[w]
 	}
 	return f.other[k]
 }
 
-func (f *failedPreemptions) add(k preemptKey) {
+func (f *failedPreemptions) add(k preemptKey, why refusal) {
 	if w, ok := k.word(); ok {
 		if f.words == nil {
-			f.words = make(map[uint64]bool)
+			f.words = make(map[uint64]refusal)
 		}
-		f.words[w] = true
+		f.words[w] = why
 		return
 	}
 	if f.other == nil {
-		f.other = make(map[preemptKey]bool)
+		f.other = make(map[preemptKey]refusal)
 	}
-	f.other[k] = true
+	f.other[k] = why
 }
 
 func (f *failedPreemptions) forget() {
@@ -246,7 +274,15 @@ const (
 )
 
 func (c *cycle) preempt() {
-	if !c.cfg.Preemption || c.cfg.Ordering != FairShare || len(c.stuck) == 0 || len(c.snap.Running) == 0 {
+	if !c.cfg.Preemption || c.cfg.Ordering != FairShare || len(c.stuck) == 0 {
+		return
+	}
+	if len(c.snap.Running) == 0 {
+		for _, s := range c.stuck {
+			if !s.g.NoPreempt {
+				c.diag.Pending[s.status].refuse(refusedNoVictims)
+			}
+		}
 		return
 	}
 	p := c.newPreemption(c.snap.Running)
@@ -469,7 +505,14 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	members, want := g.Pending[:g.MinMember-g.Bound], qs.wants[s.at]
 	uniform := s.uniform
 	key := preemptKey{shape: s.shape, queue: qs, priority: g.Priority}
-	if uniform && p.failed.has(key) {
+	refuse := func(why refusal) {
+		c.diag.Pending[s.status].refuse(why)
+		if uniform {
+			p.failed.add(key, why)
+		}
+	}
+	if why := p.failed.has(key); uniform && why != notRefused {
+		c.diag.Pending[s.status].refuse(why)
 		return
 	}
 	c.open = c.openFor(g)
@@ -490,16 +533,12 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	}
 	cands, held := c.candidates(p, g, qs, want)
 	if len(cands) == 0 {
-		if uniform {
-			p.failed.add(key)
-		}
+		refuse(refusedNoVictims)
 		return
 	}
 	// Not enough room in total even with every candidate gone: no trial.
 	if !want.Fits(c.x.total.Add(held)) {
-		if uniform {
-			p.failed.add(key)
-		}
+		refuse(refusedTooFew)
 		return
 	}
 	for _, u := range cands {
@@ -510,9 +549,7 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	// remembered the same way under these settings, see below).
 	if c.cfg.WeighLoss && !c.sched.noShortcuts && c.cannotPayOff(p, g, qs, members, cands) {
 		c.sched.shortcuts.refused.Add(1)
-		if uniform {
-			p.failed.add(key)
-		}
+		refuse(refusedLoss)
 		return
 	}
 	// With WeighLoss, whatever is tried and given up is undone in the
@@ -553,9 +590,11 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	setPrefix(len(cands))
 	if !c.trial(g, members, want, t) {
 		giveUp(func() { setPrefix(0) })
-		if uniform {
-			p.failed.add(key)
+		why := refusedTooFew
+		if c.cfg.WeighLoss && c.sched.noShortcuts && c.cannotPayOff(p, g, qs, members, cands) {
+			why = refusedLoss // as the refusal without trials above says
 		}
+		refuse(why)
 		return
 	}
 	k := len(cands)
@@ -587,11 +626,12 @@ func (c *cycle) preemptFor(p *preemption, s stuckGang) {
 	}
 	if c.cfg.WeighLoss && !c.paysOff(p, g, qs, members, chosen) {
 		giveUp(unfreeChosen)
+		c.diag.Pending[s.status].refuse(refusedLoss)
 		// A gang of the same shape, queue and priority has the same
 		// candidates, and would be refused as well, unless its wait or
 		// arrival makes a difference to them.
 		if uniform && c.sameCandidates() {
-			p.failed.add(key)
+			p.failed.add(key, refusedLoss)
 		}
 		return
 	}

@@ -139,7 +139,8 @@ func TestPreemptMinRuntime(t *testing.T) {
 }
 
 // TestReclaim: queues a and b of equal weight on 2 nodes of 4 GPUs; a runs
-// two 4-GPU jobs and is not reclaimable. b's job waits. Once a is made
+// two 4-GPU jobs and is not reclaimable. b's job waits, and says that no
+// running gang may be evicted for it. Once a is made
 // reclaimable, b takes back its half: exactly one of a's jobs is evicted.
 func TestReclaim(t *testing.T) {
 	e := newEnv(t)
@@ -154,8 +155,9 @@ func TestReclaim(t *testing.T) {
 	e.eventually(30*time.Second, "a's jobs run", all(e.running(a1), e.running(a2)))
 
 	b1 := e.create(gang("b1").Members(1).GPUs(4).Queue(qb).RunFor("120s"))
-	e.eventually(10*time.Second, "b1 says why it waits",
-		e.podGroupCondition("b1", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "0/1 members fit"))
+	e.eventually(10*time.Second, "b1 says why it waits, and why it evicts nothing",
+		e.podGroupCondition("b1", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "0/1 members fit",
+			"; no preemption: no running gang may be evicted for it"))
 	e.consistently(3*time.Second, "a, not reclaimable, to keep both jobs", all(e.running(a1), e.running(a2), e.noneBound(b1)))
 
 	q, err := phalanx.SchedulingV1alpha1().Queues().Get(e.ctx, qa, metav1.GetOptions{})
