@@ -196,8 +196,9 @@ func TestForecastReservation(t *testing.T) {
 		return nil
 	})
 
+	bin := buildPhalanx(t)
 	status := func(args ...string) string {
-		cmd := exec.Command(buildPhalanx(t), append([]string{"status"}, args...)...)
+		cmd := exec.Command(bin, append([]string{"status"}, args...)...)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+os.Getenv("KUBECONFIG"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
