@@ -10,6 +10,8 @@ import "strconv"
 // filterResult is why a node is not feasible for a member.
 type filterResult uint8
 
+// The filters of the node alone, whatever runs on it, come first, from
+// filteredUnschedulable to filteredVolume (nodeReport.hopeless counts them).
 const (
 	feasible filterResult = iota
 	filteredUnschedulable
