@@ -128,9 +128,17 @@ func contains(list []string, s string) bool {
 func TestMetricRows(t *testing.T) {
 	// Two rows show two fields each: held idle GPU time (and the GPUs
 	// never freed), fairness (mean and worst).
+	// One field, Forecast, is shown by forecastRows.
 	const twoFieldRows = 2
-	if n, rows := reflect.TypeOf(sim.Metrics{}).NumField(), len(metricRows)+len(rackRows)+len(failureRows)+twoFieldRows; n != rows {
+	if n, rows := reflect.TypeOf(sim.Metrics{}).NumField(), len(metricRows)+len(rackRows)+len(failureRows)+twoFieldRows+1; n != rows {
 		t.Errorf("sim.Metrics has %d fields but the table shows %d", n, rows)
+	}
+	// Four forecast rows show two fields each: the period and the
+	// horizon, the gangs given a start and those started, the p50 and the
+	// p90 error, the shares within an hour and within a quarter.
+	const twoFieldForecastRows = 4
+	if n, rows := reflect.TypeOf(sim.ForecastMetrics{}).NumField(), len(forecastRows)+twoFieldForecastRows; n != rows {
+		t.Errorf("sim.ForecastMetrics has %d fields but the table shows %d", n, rows)
 	}
 	const label = "pods failed while their job ran"
 	for _, failures := range []int{0, 2} {
@@ -144,4 +152,42 @@ func TestMetricRows(t *testing.T) {
 			t.Errorf("%d failures: row shown = %v:\n%s", failures, got, out.String())
 		}
 	}
+	// The forecast rows show when some run forecast; a run that did not
+	// shows "—" in them.
+	for _, forecast := range []bool{false, true} {
+		c := tinyComparison()
+		if forecast {
+			c.Results[0].Metrics.Forecast = &sim.ForecastMetrics{Every: 3600, Horizon: 7 * 86400, Gangs: 3, WithStart: 2, Started: 2,
+				AbsErrorP50: ptr(120.0), AbsErrorP90: ptr(7200.0), MeanError: ptr(3660.0),
+				WithinHour: ptr(0.5), WithinQuarter: ptr(1.0), Later: ptr(0.5), NoStartButStarted: 1}
+		}
+		var out bytes.Buffer
+		if err := WriteTable(&out, c); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(out.String(), "\n")
+		for _, want := range []string{
+			"start forecast every (looking ahead) 1h (7d)",
+			"gangs forecast while waiting 3",
+			"given a start (started since) 2 (2)",
+			"start error, p50 (p90) 2m (2h)",
+			"start error, mean (+: later than forecast) +1h1m",
+			"within an hour; within a quarter of the wait 50.0%; 100.0%",
+			"started later than forecast 50.0%",
+			"forecast not to start within the horizon, did 1",
+		} {
+			found := false
+			for _, l := range lines {
+				// The second column is the other run's "—".
+				if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(strings.Join(f, " "), want+" —") {
+					found = true
+				}
+			}
+			if found != forecast {
+				t.Errorf("forecast %v: row %q shown = %v:\n%s", forecast, want, found, out.String())
+			}
+		}
+	}
 }
+
+func ptr(x float64) *float64 { return &x }

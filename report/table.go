@@ -111,9 +111,47 @@ var failureRows = []metricRow{
 	{"  replacement wait for a node, max", func(m *sim.Metrics) string { return duration(m.MaxReplacementWait) }},
 }
 
+// forecastRows are shown after the others only when some run forecast
+// (sim.Options.ForecastEvery); they render sim.Metrics.Forecast, "—" for
+// a run without forecasts. Rows marked "(…)" or ";" show two of its fields.
+var forecastRows = []metricRow{
+	{"start forecast every (looking ahead)", forecastCell(func(f *sim.ForecastMetrics) string {
+		return fmt.Sprintf("%s (%s)", Duration(float64(f.Every)), Duration(float64(f.Horizon)))
+	})},
+	{"  gangs forecast while waiting", forecastCell(func(f *sim.ForecastMetrics) string { return count(f.Gangs) })},
+	{"  given a start (started since)", forecastCell(func(f *sim.ForecastMetrics) string {
+		return fmt.Sprintf("%s (%s)", count(f.WithStart), count(f.Started))
+	})},
+	{"  start error, p50 (p90)", forecastCell(func(f *sim.ForecastMetrics) string {
+		return fmt.Sprintf("%s (%s)", duration(f.AbsErrorP50), duration(f.AbsErrorP90))
+	})},
+	{"  start error, mean (+: later than forecast)", forecastCell(func(f *sim.ForecastMetrics) string {
+		if f.MeanError != nil && *f.MeanError > 0 {
+			return "+" + Duration(*f.MeanError)
+		}
+		return duration(f.MeanError)
+	})},
+	{"  within an hour; within a quarter of the wait", forecastCell(func(f *sim.ForecastMetrics) string {
+		return share(f.WithinHour) + "; " + share(f.WithinQuarter)
+	})},
+	{"  started later than forecast", forecastCell(func(f *sim.ForecastMetrics) string { return share(f.Later) })},
+	{"  forecast not to start within the horizon, did", forecastCell(func(f *sim.ForecastMetrics) string { return count(f.NoStartButStarted) })},
+}
+
+// forecastCell renders a forecast row, "—" for a run without forecasts.
+func forecastCell(render func(f *sim.ForecastMetrics) string) func(m *sim.Metrics) string {
+	return func(m *sim.Metrics) string {
+		if m.Forecast == nil {
+			return none
+		}
+		return render(m.Forecast)
+	}
+}
+
 // WriteTable writes c's metrics as one table, a column per policy and a row
 // per figure (rack locality only when the workload has racks, member
-// failures only when some run had any), followed by one line per policy
+// failures only when some run had any, forecasts only when some run made
+// any), followed by one line per policy
 // with the wall time its run took when c.Wall says.
 func WriteTable(out io.Writer, c Comparison) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
@@ -129,6 +167,12 @@ func WriteTable(out io.Writer, c Comparison) error {
 	for _, r := range c.Results {
 		if r.Metrics.MemberFailures > 0 {
 			rows = append(rows[:len(rows):len(rows)], failureRows...)
+			break
+		}
+	}
+	for _, r := range c.Results {
+		if r.Metrics.Forecast != nil {
+			rows = append(rows[:len(rows):len(rows)], forecastRows...)
 			break
 		}
 	}

@@ -105,6 +105,8 @@ type gangOptions struct {
 	// (it reserves, it reclaims): a gang still waiting after its first
 	// cycle gets a cycle at each, even if nothing else happens then.
 	wakeAfter []int64
+	// forecastEvery is Options.ForecastEvery; 0: no forecasts.
+	forecastEvery int64
 	// noSkip runs every cycle; checkSkips runs the cycles it would skip
 	// too, and fails the run if one plans anything; skips, if not nil,
 	// counts the cycles skipped (tests).
@@ -135,6 +137,8 @@ type gangPolicy struct {
 	// Until; skipped: a cycle was skipped since.
 	idle, skipped bool
 	until         int64
+	// nextForecast is the earliest time of the next forecast.
+	nextForecast int64
 	// The snapshot's releases, running gangs and holds are computed into
 	// these and swapped in, so that the last cycle's stay to compare with.
 	spareReleases []core.Release
@@ -148,6 +152,11 @@ func newGangPolicy(s *state, sched cycler, opt gangOptions) *gangPolicy {
 		for i := range s.snap.Queues {
 			s.snap.Queues[i].StrictOrder = false
 		}
+	}
+	if _, ok := sched.(forecaster); ok && opt.forecastEvery > 0 {
+		s.forecastEvery = opt.forecastEvery
+	} else {
+		opt.forecastEvery = 0
 	}
 	return &gangPolicy{s: s, sched: sched, opt: opt, byID: make(map[string]*gangEntry)}
 }
@@ -318,6 +327,7 @@ func (g *gangPolicy) cycle() error {
 		g.spareRunning, g.sparePlaced = s.snap.Running, g.placed
 		s.snap.Running, g.placed = run, placed
 	}
+	g.forecast()
 	if same {
 		// Nothing changed but the time, and the last plan, empty, holds
 		// until g.until.
@@ -390,6 +400,39 @@ func (g *gangPolicy) cycle() error {
 
 // finish runs the last cycle if it was skipped, for its diagnostics: the
 // reasons of the jobs that never started.
+// forecastStep is the least time between two cycles of a forecast, as in
+// the scheduler (scheduler/forecast.go).
+const forecastStep = 60
+
+// forecaster is the part of *core.Scheduler that forecasts.
+type forecaster interface {
+	Forecast(snap *core.Snapshot, now int64, opts core.ForecastOptions) core.Forecast
+}
+
+// forecast, when one is due, forecasts the start of every waiting gang
+// over the snapshot the cycle is about to read, as the scheduler does, and
+// records it for the jobs that wait for their first start and have no
+// forecast yet.
+func (g *gangPolicy) forecast() {
+	f, ok := g.sched.(forecaster)
+	if !ok || g.opt.forecastEvery <= 0 || g.s.now < g.nextForecast {
+		return
+	}
+	g.nextForecast = g.s.now + g.opt.forecastEvery
+	out := f.Forecast(&g.s.snap, g.s.now, core.ForecastOptions{Step: forecastStep})
+	for i := range out.Gangs {
+		gf := &out.Gangs[i]
+		e := g.byID[gf.Gang]
+		if e == nil || e.job.firstStart >= 0 || e.job.fcAt >= 0 {
+			continue
+		}
+		e.job.fcAt, e.job.fcStart = g.s.now, -1
+		if gf.Starts {
+			e.job.fcStart = gf.Start
+		}
+	}
+}
+
 func (g *gangPolicy) finish() error {
 	if !g.skipped {
 		return nil

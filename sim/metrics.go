@@ -60,6 +60,7 @@ package sim
 import (
 	"slices"
 
+	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/workload"
 )
 
@@ -193,7 +194,60 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 		m.MeanReplacementWait = figure(float64(sum) / float64(n))
 		m.MaxReplacementWait = figure(float64(most))
 	}
+	if s.forecastEvery > 0 {
+		m.Forecast = forecastMetrics(jobs, s.forecastEvery)
+	}
 	return m
+}
+
+// forecastMetrics weighs the jobs' first forecasts against their first
+// starts (ForecastMetrics).
+func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
+	f := &ForecastMetrics{Every: every, Horizon: core.DefaultForecastHorizon}
+	var abs []float64
+	var sum float64
+	var hour, quarter, later int
+	for i := range jobs {
+		o := &jobs[i]
+		if o.ForecastAt < 0 || (o.FirstStart == o.ForecastAt && o.ForecastStart == o.ForecastAt) {
+			continue
+		}
+		f.Gangs++
+		if o.ForecastStart < 0 {
+			if o.FirstStart >= 0 && o.FirstStart <= o.ForecastAt+f.Horizon {
+				f.NoStartButStarted++
+			}
+			continue
+		}
+		f.WithStart++
+		if o.FirstStart < 0 {
+			continue
+		}
+		f.Started++
+		e := o.FirstStart - o.ForecastStart
+		sum += float64(e)
+		a := max(e, -e)
+		abs = append(abs, float64(a))
+		if a <= 3600 {
+			hour++
+		}
+		if a <= max(60, (o.FirstStart-o.ForecastAt)/4) {
+			quarter++
+		}
+		if e > 0 {
+			later++
+		}
+	}
+	if f.Started > 0 {
+		n := float64(f.Started)
+		slices.Sort(abs)
+		f.AbsErrorP50, f.AbsErrorP90 = percentile(abs, 50), percentile(abs, 90)
+		f.MeanError = figure(sum / n)
+		f.WithinHour = figure(float64(hour) / n)
+		f.WithinQuarter = figure(float64(quarter) / n)
+		f.Later = figure(float64(later) / n)
+	}
+	return f
 }
 
 // idleHorizon returns the time up to which GPUs held by jobs that are not

@@ -83,6 +83,41 @@ type Metrics struct {
 	// when none bound.
 	MeanReplacementWait *float64 `json:"mean_replacement_wait_s"`
 	MaxReplacementWait  *float64 `json:"max_replacement_wait_s"`
+	// Forecast weighs the forecast starts against the actual ones, when
+	// Options.ForecastEvery asked for forecasts (phalanx policy only).
+	Forecast *ForecastMetrics `json:"forecast,omitempty"`
+}
+
+// ForecastMetrics weigh each job's first forecast start (JobOutcome.
+// ForecastStart) against its first start: its error is the start minus the
+// forecast start, positive when the job started later than forecast.
+// Jobs the cycle of their forecast started are left out: the forecast's
+// first cycle is that cycle, so they start when forecast by construction.
+type ForecastMetrics struct {
+	// Every is Options.ForecastEvery; Horizon how far a forecast looks.
+	Every   int64 `json:"every_s"`
+	Horizon int64 `json:"horizon_s"`
+	// Gangs counts the jobs forecast while they waited (see above);
+	// WithStart those the forecast gave a start within its horizon, and
+	// Started those of them that started.
+	Gangs     int `json:"gangs"`
+	WithStart int `json:"with_start"`
+	Started   int `json:"started"`
+	// AbsErrorP50 and AbsErrorP90 are percentiles of the absolute error
+	// over Started; MeanError the mean of the signed error.
+	AbsErrorP50 *float64 `json:"abs_error_p50_s"`
+	AbsErrorP90 *float64 `json:"abs_error_p90_s"`
+	MeanError   *float64 `json:"mean_error_s"`
+	// WithinHour is the share of Started whose error is at most an hour
+	// either way; WithinQuarter the share whose error is at most a quarter
+	// of the time from the forecast to the start (at least a minute);
+	// Later the share that started later than forecast.
+	WithinHour    *float64 `json:"within_1h"`
+	WithinQuarter *float64 `json:"within_quarter_of_wait"`
+	Later         *float64 `json:"later_than_forecast"`
+	// NoStartButStarted counts the jobs the forecast gave no start within
+	// its horizon that started within it all the same.
+	NoStartButStarted int `json:"no_start_but_started_within_horizon"`
 }
 
 // Value returns *f, or NaN for a figure over no sample.
@@ -130,6 +165,14 @@ type JobOutcome struct {
 	// Reserved is when nodes were first reserved for the job's gang
 	// (reservation with backfill, core/reserve.go), -1 if never.
 	Reserved int64
+	// FirstStart is when the job first started (Start is its last start,
+	// after any restart), -1 if never.
+	FirstStart int64
+	// ForecastAt is when the first forecast of the job's start was made
+	// while it waited for its first start (Options.ForecastEvery), -1 if
+	// none was; ForecastStart is the start that forecast gave, -1 if none
+	// within its horizon.
+	ForecastAt, ForecastStart int64
 }
 
 // Sample is one step of a step function of time.

@@ -63,6 +63,13 @@ type Options struct {
 	// EstimateError makes the run-time estimates the scheduler gets differ
 	// from the durations; the zero value keeps them exact.
 	EstimateError EstimateError
+	// ForecastEvery, for the phalanx policy, forecasts every waiting
+	// gang's start as the scheduler does (core.Scheduler.Forecast over the
+	// cycle's snapshot, its default horizon of a week, cycles at least a
+	// minute apart), at the first cycle at least this many seconds after
+	// the previous forecast, and keeps each job's first forecast to weigh
+	// against its start (JobOutcome.ForecastAt, Metrics.Forecast); 0: none.
+	ForecastEvery int64
 }
 
 // Defaults of Options.
@@ -149,6 +156,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReclaimAfter)
 		}
 		gopt.holdFailed = orDefault(opt.HoldFailed, DefaultHoldFailed)
+		gopt.forecastEvery = max(opt.ForecastEvery, 0)
 	case PolicyFIFOGang:
 		cfg.Ordering = core.StrictFIFO
 	case PolicyVolcano:
@@ -226,10 +234,13 @@ func outcomes(s *state, p policy) []JobOutcome {
 			Members: len(j.members),
 			// received is counted ahead to finish: every job still
 			// running at the end has finished by then.
-			Duration:    j.spec.Duration,
-			GPUSeconds:  j.received,
-			Preemptions: j.preemptions,
-			Reserved:    j.reserved,
+			Duration:      j.spec.Duration,
+			GPUSeconds:    j.received,
+			Preemptions:   j.preemptions,
+			Reserved:      j.reserved,
+			FirstStart:    j.firstStart,
+			ForecastAt:    j.fcAt,
+			ForecastStart: j.fcStart,
 		}
 		switch {
 		case j.done:

@@ -96,6 +96,12 @@ type job struct {
 	// reserved is when nodes were first reserved for the job (the core's
 	// reservation for its gang), -1 if never.
 	reserved int64
+	// firstStart is when the job first started, -1 until it does.
+	firstStart int64
+	// fcAt is when the first forecast of the job's start was made
+	// (Options.ForecastEvery), -1 if none was; fcStart the start it gave,
+	// -1 if none within its horizon.
+	fcAt, fcStart int64
 	// estimate is the run time the scheduler expects (Gang.Estimate); estEnd
 	// the end it expects while the job runs.
 	estimate, estEnd int64
@@ -149,13 +155,15 @@ type state struct {
 	queueSamples []queueSample
 	// waiting counts the jobs submitted and not started (again, after a
 	// restart); waitingSamples is its step series.
-	waiting          int
-	waitingSamples   []Waiting
-	queueSampled     []int64
-	lastCompletion   int64
-	completed        int
-	timers           timerHeap
-	record           bool
+	waiting        int
+	waitingSamples []Waiting
+	queueSampled   []int64
+	lastCompletion int64
+	completed      int
+	timers         timerHeap
+	record         bool
+	// forecastEvery is Options.ForecastEvery when the policy forecasts.
+	forecastEvery    int64
 	events           []PodEvent
 	samples          []Sample
 	firstSubmit, now int64
@@ -226,7 +234,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 				return nil, fmt.Errorf("sim: job %q: failure of member %d at %d s (restart after %d s) is out of range", spec.ID, f.Member, f.At, f.RestartAfter)
 			}
 		}
-		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1,
+		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1, firstStart: -1, fcAt: -1, fcStart: -1,
 			estimate: opt.EstimateError.estimate(spec.ID, spec.Duration)}
 		if len(spec.Failures) > 0 {
 			s.jobs[i].failed = make([]bool, len(spec.Failures))
@@ -411,6 +419,9 @@ func (s *state) bind(j *job, m int, n int32) bool {
 func (s *state) startJob(j *job) {
 	s.waiting--
 	j.start = s.now
+	if j.firstStart < 0 {
+		j.firstStart = s.now
+	}
 	j.finish = s.now + j.spec.Duration
 	j.estEnd = s.now + j.estimate
 	j.placedAtStart = j.placed

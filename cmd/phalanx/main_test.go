@@ -58,6 +58,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad queue weight", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", "a=0"}, `--queue-weights: weight of queue "a" is "0"`},
 		{"bad preemption", []string{"simulate", "--preemption=maybe"}, `invalid boolean value "maybe" for -preemption`},
 		{"no reservations", []string{"simulate", "--reservations", "0"}, "--reservations 0: give 1 to 64"},
+		{"negative forecast period", []string{"simulate", "--forecast-every", "-1h"}, "--forecast-every -1h0m0s: give whole seconds, 0 or more"},
+		{"fractional forecast period", []string{"simulate", "--forecast-every", "90.5s"}, "--forecast-every 1m30.5s: give whole seconds"},
 		{"too many reservations", []string{"simulate", "--reservations", "65"}, "--reservations 65: give 1 to 64"},
 	}
 	for _, tt := range tests {
@@ -85,7 +87,7 @@ func TestHelp(t *testing.T) {
 	}
 	_, stdout, _ := runArgs(t, "help", "simulate")
 	for _, flag := range []string{"--trace ", "--scenario ", "--nodes ", "--gpus-per-node ", "--max-jobs ", "--nodes-per-rack ", "--policy ", "--output ", "--plot ",
-		"--queue-weights ", "--reserve-after ", "--estimate-error ", "--grace-period ", "--hold-failed ", "--preemption\n"} {
+		"--queue-weights ", "--reserve-after ", "--estimate-error ", "--grace-period ", "--hold-failed ", "--forecast-every ", "--preemption\n"} {
 		if !strings.Contains(stdout, "  "+flag) {
 			t.Errorf("help simulate does not document %s:\n%s", flag, stdout)
 		}
@@ -289,6 +291,23 @@ a-2,300,900,8,alpha
 	for _, r := range decodeOne(t, stdout).Results {
 		if r["jobs_total"] != 6.0 {
 			t.Errorf("%v: jobs_total %v, want 6", r["policy"], r["jobs_total"])
+		}
+		if _, ok := r["forecast"]; ok {
+			t.Errorf("%v: forecast figures without --forecast-every", r["policy"])
+		}
+	}
+
+	// --forecast-every: phalanx's figures have the forecast's, the
+	// others' none.
+	code, stdout, stderr = runArgs(t, "simulate", "--trace", trace, "--nodes", "2", "--gpus-per-node", "8", "--output", "json",
+		"--policy", "phalanx,volcano", "--forecast-every", "1m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, r := range decodeOne(t, stdout).Results {
+		f, ok := r["forecast"].(map[string]any)
+		if ok != (r["policy"] == "phalanx") || ok && f["every_s"] != 60.0 {
+			t.Errorf("%v with --forecast-every 1m: forecast figures %v", r["policy"], r["forecast"])
 		}
 	}
 }

@@ -56,11 +56,12 @@ type simulateFlags struct {
 	reserveAfterBacklog                   bool
 	estimateError, queueWeights           string
 	config                                string
+	forecastEvery                         time.Duration
 }
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reserve-after-backlog", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "config", "output", "plot", "jobs-out"}
+	"policy", "reserve-after", "reserve-after-backlog", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -100,6 +101,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx holds what a pod that failed in a running gang freed for its replacement for `D` (0: no hold)")
 	fs.DurationVar(&f.holdFailed, "hold-failed-member", sim.DefaultHoldFailed*time.Second,
 		"the same as --hold-failed, under phalanx scheduler's name for it")
+	fs.DurationVar(&f.forecastEvery, "forecast-every", 0,
+		"phalanx also forecasts every waiting gang's start as phalanx scheduler does, every `D` of virtual time (e.g. 1h; 0: never), and reports how close each job's first forecast came to its start")
 	fs.StringVar(&f.config, "config", "",
 		"PhalanxConfiguration `FILE` whose scheduling section, shared with phalanx scheduler, sets these flags; flags given here win")
 	fs.StringVar(&f.policy, "policy", strings.Join(sim.Policies, ","), "comma-separated `list` of policies to compare")
@@ -205,6 +208,10 @@ func parseSimulate(args []string) (simulateConfig, error) {
 			*d.to = -1 // sim.Options: 0 is the default, < 0 none
 		}
 	}
+	if f.forecastEvery < 0 || f.forecastEvery%time.Second != 0 {
+		return cfg, usagef("--forecast-every %s: give whole seconds, 0 or more", f.forecastEvery)
+	}
+	cfg.opt.ForecastEvery = int64(f.forecastEvery / time.Second)
 	cfg.opt.NoPreemption = !f.preemption
 	cfg.opt.ArrivalOrder = !f.shortestFirst
 	if f.reservations < 1 || f.reservations > core.MaxReservations {
