@@ -135,8 +135,9 @@ func TestForecastAgreesWithReservation(t *testing.T) {
 	}
 }
 
-// Members past their estimate end one step after now; members whose end is
-// unknown never end within the forecast; a start past the horizon is none.
+// Members just past their estimate end one step after now; members whose
+// end is unknown never end within the forecast; a start past the horizon is
+// none.
 func TestForecastOverdueUnknownHorizon(t *testing.T) {
 	s := MakeSnapshot().Nodes(
 		MakeNode("a").GPUs(8).UsedGPUs(8),
@@ -148,7 +149,7 @@ func TestForecastOverdueUnknownHorizon(t *testing.T) {
 		MakeGang("anywhere").Members(1, GPUs(8)).Arrival(3),
 	).Obj()
 	s.Releases = []Release{
-		{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 900, Queue: "default"}, // overdue at 1000
+		{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 990, Queue: "default"}, // overdue by 10 s at 1000
 		{Node: 2, Amount: Vector{Pods: 1, gpuDim: 8}, At: 0},                     // unknown
 	}
 	f := forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30, Horizon: 3600})
@@ -169,6 +170,26 @@ func TestForecastOverdueUnknownHorizon(t *testing.T) {
 	f = forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30, MaxCycles: 1})
 	if f.Cycles != 1 || starts(f)["on-a"] != -1 {
 		t.Errorf("with one cycle: %d cycles, on-a at %d; want 1 and none", f.Cycles, starts(f)["on-a"])
+	}
+}
+
+// A member that has run past its estimated end is expected to run as long
+// again as it has overrun, at least a step: the longer it has overrun, the
+// later the gang waiting for its node starts.
+func TestForecastOverrun(t *testing.T) {
+	for _, tc := range []struct{ end, start int64 }{
+		{990, 1030},  // 10 s over: a step (30 s) after now
+		{970, 1030},  // 30 s over: a step
+		{400, 1600},  // 600 s over: 600 s more
+		{1500, 1500}, // not over: its estimated end
+	} {
+		s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(8)).Gangs(
+			MakeGang("next").Members(1, GPUs(8)).Arrival(1),
+		).Obj()
+		s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: tc.end, Queue: "default"}}
+		if got := starts(forecastOf(t, s, Config{}, 1000, ForecastOptions{Step: 30}))["next"]; got != tc.start {
+			t.Errorf("estimated end %d, forecast at 1000: next starts at %d, want %d", tc.end, got, tc.start)
+		}
 	}
 }
 

@@ -87,6 +87,25 @@ func TestForecastBeyondHorizon(t *testing.T) {
 	}
 }
 
+// The forecast gets the estimated end of a job that runs past it, as the
+// scheduler's does, and expects the job to run as long again as it has
+// overrun: x, estimated at an hour, runs two; y, arriving at 1h30, is
+// forecast to start at 2h.
+func TestForecastOverrunningJob(t *testing.T) {
+	w := newWorkload().
+		pool("gpu", 1, gpus(8), cpu(8)).
+		job("x", at(0), runs(7200), task("w", 1, gpus(8))).
+		job("y", at(5400), runs(600), task("w", 1, gpus(8))).
+		build()
+	r, err := Run(w, PolicyPhalanx, Options{ForecastEvery: 10, EstimateError: EstimateError{Factor: 0.5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := forecastRecords(r)["y"], (forecastRecord{5400, 7200, 7200}); got != want {
+		t.Errorf("y: %+v, want %+v", got, want)
+	}
+}
+
 // forecastRecord is when a job's first forecast was made, the start it
 // gave and the job's first start.
 type forecastRecord struct{ At, Forecast, First int64 }

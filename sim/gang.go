@@ -137,8 +137,10 @@ type gangPolicy struct {
 	// Until; skipped: a cycle was skipped since.
 	idle, skipped bool
 	until         int64
-	// nextForecast is the earliest time of the next forecast.
+	// nextForecast is the earliest time of the next forecast; fcReleases
+	// the releases it reads, reused.
 	nextForecast int64
+	fcReleases   []core.Release
 	// The snapshot's releases, running gangs and holds are computed into
 	// these and swapped in, so that the last cycle's stay to compare with.
 	spareReleases []core.Release
@@ -317,7 +319,7 @@ func (g *gangPolicy) cycle() error {
 		return nil
 	}
 	if g.opt.reserve {
-		rel := s.releases(g.spareReleases[:0])
+		rel := s.releases(g.spareReleases[:0], false)
 		same = same && slices.Equal(rel, s.snap.Releases)
 		g.spareReleases, s.snap.Releases = s.snap.Releases, rel
 	}
@@ -419,7 +421,12 @@ func (g *gangPolicy) forecast() {
 		return
 	}
 	g.nextForecast = g.s.now + g.opt.forecastEvery
-	out := f.Forecast(&g.s.snap, g.s.now, core.ForecastOptions{Step: forecastStep})
+	// The scheduler gives the forecast the estimated ends of jobs past
+	// them; the cycles get now + 1 (releases).
+	snap := g.s.snap
+	g.fcReleases = g.s.releases(g.fcReleases[:0], true)
+	snap.Releases = g.fcReleases
+	out := f.Forecast(&snap, g.s.now, core.ForecastOptions{Step: forecastStep})
 	for i := range out.Gangs {
 		gf := &out.Gangs[i]
 		e := g.byID[gf.Gang]

@@ -638,14 +638,19 @@ func (s *state) sampleQueues() {
 // releases appends to dst what every member on a node gives back when the
 // scheduler expects it to: a member of a running job at the job's expected
 // end (start + estimate, moved by pauses; a job past its estimate is
-// expected to end any moment, now + 1), a terminating member when its grace
-// period ends. Members of paused jobs are left out: their end is unknown.
-func (s *state) releases(dst []core.Release) []core.Release {
+// expected to end any moment, now + 1, unless estimated, for a forecast,
+// says to keep its end as estimated, passed, as the scheduler gives it), a
+// terminating member when its grace period ends. Members of paused jobs are
+// left out: their end is unknown.
+func (s *state) releases(dst []core.Release, estimated bool) []core.Release {
 	for _, ji := range s.resident {
 		j := &s.jobs[ji]
 		end := int64(0)
 		if j.running() {
-			end = max(j.estEnd, s.now+1)
+			end = j.estEnd
+			if !estimated {
+				end = max(end, s.now+1)
+			}
 		}
 		for m := range j.members {
 			mem := &j.members[m]
