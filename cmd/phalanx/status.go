@@ -25,7 +25,7 @@ import (
 
 func statusUsage(out io.Writer) {
 	fmt.Fprint(out, `Usage: phalanx status queues  [--kubeconfig FILE]
-       phalanx status gangs   [--kubeconfig FILE] [-n NAMESPACE] [--queue QUEUE]
+       phalanx status gangs   [--kubeconfig FILE] [-n NAMESPACE] [--queue QUEUE] [-o wide]
        phalanx status explain [--kubeconfig FILE] NAMESPACE/NAME
 
 What the scheduler wrote into the API, read back:
@@ -35,7 +35,8 @@ What the scheduler wrote into the API, read back:
   gangs    each PodGroup, by queue and place in it: its position among the
            queue's waiting gangs, phase, members running of the minimum, how
            long it has waited, when it is expected to start (the scheduler's
-           forecast), and why it waits (its Unschedulable condition)
+           forecast), and why it waits (its Unschedulable condition, cut at
+           100 characters; whole with -o wide)
   explain  one PodGroup: its spec, status, position and expected start,
            conditions and latest Events
 
@@ -63,12 +64,17 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG or the in-cluster service account")
 	namespace := fs.String("n", "", "gangs: only this namespace (default: all)")
 	queue := fs.String("queue", "", "gangs: only this queue")
+	output := fs.String("o", "", "gangs: wide prints each message whole")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
 	var target string
 	switch sub {
 	case "queues", "gangs":
+		if *output != "" && (sub != "gangs" || *output != "wide") {
+			fmt.Fprintf(stderr, "phalanx status %s: -o %q: only phalanx status gangs takes -o, and only wide\n", sub, *output)
+			return 2
+		}
 		if fs.NArg() > 0 {
 			fmt.Fprintf(stderr, "phalanx status %s: unexpected arguments: %s\n", sub, strings.Join(fs.Args(), " "))
 			return 2
@@ -106,7 +112,7 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	case "queues":
 		err = c.queues(ctx, stdout)
 	case "gangs":
-		err = c.gangs(ctx, stdout, *namespace, *queue)
+		err = c.gangs(ctx, stdout, *namespace, *queue, *output == "wide")
 	case "explain":
 		ns, name, _ := strings.Cut(target, "/")
 		err = c.explain(ctx, stdout, ns, name)
@@ -138,7 +144,11 @@ func (c statusClients) queues(ctx context.Context, out io.Writer) error {
 	return w.Flush()
 }
 
-func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queue string) error {
+// gangMessageWidth is where phalanx status gangs cuts a message, unless
+// wide.
+const gangMessageWidth = 100
+
+func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queue string, wide bool) error {
 	list, err := c.client.SchedulingV1alpha1().PodGroups(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
@@ -193,8 +203,13 @@ func (c statusClients) gangs(ctx context.Context, out io.Writer, namespace, queu
 		if p := pg.Status.QueuePosition; p > 0 {
 			position = fmt.Sprint(p)
 		}
+		if wide {
+			message = oneLine(message, 0)
+		} else {
+			message = oneLine(message, gangMessageWidth)
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\n", pg.Namespace, pg.Name, queueOf(pg), position, phase,
-			pg.Status.Running, pg.Spec.MinMember, waiting, reason, start, reserved, oneLine(message, 100))
+			pg.Status.Running, pg.Spec.MinMember, waiting, reason, start, reserved, message)
 	}
 	return w.Flush()
 }
@@ -324,10 +339,10 @@ func eventTime(ev *corev1.Event) time.Time {
 	return ev.CreationTimestamp.Time
 }
 
-// oneLine keeps a message on its line of the table, cut at n runes.
+// oneLine keeps a message on its line of the table, cut at n runes if n > 0.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
+	if r := []rune(s); n > 0 && len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
 	return s

@@ -62,7 +62,7 @@ func TestStatusQueues(t *testing.T) {
 
 func TestStatusGangs(t *testing.T) {
 	var out bytes.Buffer
-	if err := statusFixture().gangs(context.Background(), &out, "", ""); err != nil {
+	if err := statusFixture().gangs(context.Background(), &out, "", "", false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -84,11 +84,44 @@ func TestStatusGangs(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := statusFixture().gangs(context.Background(), &out, "", "research"); err != nil {
+	if err := statusFixture().gangs(context.Background(), &out, "", "research", false); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "small") || !strings.Contains(out.String(), "big") {
 		t.Errorf("--queue research printed\n%s", out.String())
+	}
+}
+
+// A message past 100 characters is cut, unless -o wide.
+func TestStatusGangsWide(t *testing.T) {
+	c := statusFixture()
+	ctx := context.Background()
+	pg, err := c.client.SchedulingV1alpha1().PodGroups("team-a").Get(ctx, "big", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tail = "; no preemption: no running gang may be evicted for it"
+	long := "0/4 nodes can hold a member: 4 have too few nvidia.com/gpu (2 reserved for gang team-a/other)" + tail
+	for i := range pg.Status.Conditions {
+		if pg.Status.Conditions[i].Type == v1alpha1.PodGroupUnschedulable {
+			pg.Status.Conditions[i].Message = long
+		}
+	}
+	if _, err := c.client.SchedulingV1alpha1().PodGroups("team-a").UpdateStatus(ctx, pg, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, wide := range []bool{false, true} {
+		var out bytes.Buffer
+		if err := c.gangs(ctx, &out, "team-a", "", wide); err != nil {
+			t.Fatal(err)
+		}
+		cut := string([]rune(long)[:gangMessageWidth-1]) + "…"
+		switch {
+		case wide && !strings.Contains(out.String(), long):
+			t.Errorf("-o wide does not print the whole message:\n%s", out.String())
+		case !wide && (strings.Contains(out.String(), tail) || !strings.Contains(out.String(), cut)):
+			t.Errorf("the message is not cut at %d characters:\n%s", gangMessageWidth, out.String())
+		}
 	}
 }
 
@@ -117,7 +150,8 @@ func TestStatusExplain(t *testing.T) {
 }
 
 func TestStatusUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{"status"}, {"status", "nonsense"}, {"status", "explain"}, {"status", "explain", "no-slash"}, {"status", "queues", "extra"}} {
+	for _, args := range [][]string{{"status"}, {"status", "nonsense"}, {"status", "explain"}, {"status", "explain", "no-slash"}, {"status", "queues", "extra"},
+		{"status", "gangs", "-o", "json"}, {"status", "queues", "-o", "wide"}} {
 		if code, _, _ := runArgs(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}
