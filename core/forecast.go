@@ -31,8 +31,8 @@ import (
 //     preemption, so a gang that would make room by evicting others is
 //     forecast to start when room frees up without it (an upper bound).
 //     Members already being evicted (Snapshot.Running, Terminating) end a
-//     step after now; holds in force stay until their
-//     gang is placed, so a preemptor gets the room its victims free.
+//     step after now; holds in force stay until their gang is placed, so
+//     a preemptor gets the room its victims free.
 //   - The pods that pod affinity, anti-affinity and spread count
 //     (Snapshot.Pods) are those of the snapshot throughout.
 //

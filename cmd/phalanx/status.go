@@ -246,6 +246,12 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 	switch {
 	case st.QueuePosition > 0 && st.ExpectedStartTime != nil:
 		fmt.Fprintf(out, "Queue position: %d; expected start: %s\n", st.QueuePosition, startText(c.now, st.ExpectedStartTime.Time))
+		if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.PodGroupReserved) {
+			// docs/evaluation.md, "How close the expected start comes".
+			fmt.Fprintln(out, "  if nothing that goes before it arrives meanwhile: a gang that arrives later and goes first (a higher "+
+				"priority or a shorter estimated run time in its queue, or a queue below its share) moves it back, so on a busy "+
+				"cluster it is likely to start later")
+		}
 	case st.QueuePosition > 0:
 		fmt.Fprintf(out, "Queue position: %d; expected start: not within the scheduler's forecast (running gangs without an estimated run time never end in it)\n", st.QueuePosition)
 	}

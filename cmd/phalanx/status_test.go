@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,34 @@ func TestStatusExplain(t *testing.T) {
 	}
 	if err := statusFixture().explain(context.Background(), &out, "team-a", "nope"); err == nil {
 		t.Error("explain of a missing PodGroup did not fail")
+	}
+}
+
+// The expected start of a gang without a reservation is said to assume
+// that nothing arrives that goes before it; a reserved gang's is its
+// reservation's.
+func TestStatusExplainArrivalsCaveat(t *testing.T) {
+	const caveat = "if nothing that goes before it arrives meanwhile"
+	for _, reserved := range []bool{true, false} {
+		c := statusFixture()
+		ctx := context.Background()
+		if !reserved {
+			pg, err := c.client.SchedulingV1alpha1().PodGroups("team-a").Get(ctx, "big", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pg.Status.Conditions = slices.DeleteFunc(pg.Status.Conditions, func(c metav1.Condition) bool { return c.Type == v1alpha1.PodGroupReserved })
+			if _, err := c.client.SchedulingV1alpha1().PodGroups("team-a").UpdateStatus(ctx, pg, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out bytes.Buffer
+		if err := c.explain(ctx, &out, "team-a", "big"); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), caveat); got == reserved {
+			t.Errorf("reserved %v: caveat shown %v:\n%s", reserved, got, out.String())
+		}
 	}
 }
 
