@@ -13,7 +13,12 @@
 #      at offered loads 0.6 (light), 1.0 and 1.6, seeds 1 to 10 at 1.3
 #      (overloaded)) on the same cluster, with the same three policies, and
 #      phalanx with the fixed threshold on overloaded seeds 1 to 3.
-#   3. The verdicts: hack/targets reads the JSON reports of the runs of the
+#   3. How close the expected start comes ("How close the expected start
+#      comes"): phalanx with --forecast-every 1h, exact and noisy
+#      (noise=0.5) estimates, on Philly, light seed 1, 1.0 seed 1,
+#      overloaded seeds 1 and 5 and 1.6 seed 1; tables in
+#      <out>/forecast-*.txt, per-job records in <out>/forecast-*.csv.
+#   4. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
 #      <out>/targets.txt.
@@ -24,7 +29,7 @@
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It took 8 minutes on 2 cores (499 s).
+# It took 11.5 minutes on 2 cores (689 s).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,6 +82,15 @@ for load in light 1.0 overloaded 1.6; do
       start "gen-$load-$seed-fixed-24h" --trace "$gen" --policy phalanx --reserve-after-backlog=false
       names+=("gen-$load-$seed-fixed-24h")
     fi
+  done
+done
+for input in philly "$out/gen-light-1.csv" "$out/gen-1.0-1.csv" "$out/gen-overloaded-1.csv" "$out/gen-overloaded-5.csv" "$out/gen-1.6-1.csv"; do
+  name=$(basename "$input" .csv)
+  [[ $input == philly ]] && input=$trace
+  for estimates in exact noise=0.5; do
+    start "forecast-$name-$estimates" --trace "$input" --policy phalanx --forecast-every 1h --estimate-error "$estimates" \
+      --jobs-out "$out/forecast-$name-$estimates.csv"
+    names+=("forecast-$name-$estimates")
   done
 done
 for pid in "${pids[@]}"; do
