@@ -113,7 +113,8 @@ var failureRows = []metricRow{
 
 // forecastRows are shown after the others only when some run forecast
 // (sim.Options.ForecastEvery); they render sim.Metrics.Forecast, "—" for
-// a run without forecasts. Rows marked "(…)" or ";" show two of its fields.
+// a run without forecasts. Rows marked "(…)" or ";" show two or three of
+// its fields.
 var forecastRows = []metricRow{
 	{"start forecast every (looking ahead)", forecastCell(func(f *sim.ForecastMetrics) string {
 		return fmt.Sprintf("%s (%s)", Duration(float64(f.Every)), Duration(float64(f.Horizon)))
@@ -125,17 +126,25 @@ var forecastRows = []metricRow{
 	{"  start error, p50 (p90)", forecastCell(func(f *sim.ForecastMetrics) string {
 		return fmt.Sprintf("%s (%s)", duration(f.AbsErrorP50), duration(f.AbsErrorP90))
 	})},
-	{"  start error, mean (+: later than forecast)", forecastCell(func(f *sim.ForecastMetrics) string {
-		if f.MeanError != nil && *f.MeanError > 0 {
-			return "+" + Duration(*f.MeanError)
-		}
-		return duration(f.MeanError)
-	})},
+	{"  start error, mean (+: later than forecast)", forecastCell(func(f *sim.ForecastMetrics) string { return signed(f.MeanError) })},
 	{"  within an hour; within a quarter of the wait", forecastCell(func(f *sim.ForecastMetrics) string {
 		return share(f.WithinHour) + "; " + share(f.WithinQuarter)
 	})},
 	{"  started later than forecast", forecastCell(func(f *sim.ForecastMetrics) string { return share(f.Later) })},
 	{"  forecast not to start within the horizon, did", forecastCell(func(f *sim.ForecastMetrics) string { return count(f.NoStartButStarted) })},
+	{"  jobs of 8+ GPUs: started; within an hour; within a quarter", forecastCell(func(f *sim.ForecastMetrics) string {
+		return count(f.BigStarted) + "; " + share(f.BigWithinHour) + "; " + share(f.BigWithinQuarter)
+	})},
+	{"  jobs of 8+ GPUs: start error, mean", forecastCell(func(f *sim.ForecastMetrics) string { return signed(f.BigMeanError) })},
+}
+
+// signed renders a time figure with its sign, "+" when positive, "—" when
+// there is none.
+func signed(f *float64) string {
+	if f != nil && *f > 0 {
+		return "+" + Duration(*f)
+	}
+	return duration(f)
 }
 
 // forecastCell renders a forecast row, "—" for a run without forecasts.

@@ -39,9 +39,11 @@ func TestForecastAccuracy(t *testing.T) {
 	}
 	// Errors of 60 s (b) and 0 (c); b's is within a quarter of the 3650 s
 	// it waited after its forecast.
+	// Both take 8 GPUs: the big jobs' figures are the same.
 	wantF := ForecastMetrics{Every: 10, Horizon: 7 * 24 * 3600, Gangs: 2, WithStart: 2, Started: 2,
 		AbsErrorP50: figure(0), AbsErrorP90: figure(60), MeanError: figure(30),
-		WithinHour: figure(1), WithinQuarter: figure(1), Later: figure(0.5)}
+		WithinHour: figure(1), WithinQuarter: figure(1), Later: figure(0.5),
+		BigStarted: 2, BigWithinHour: figure(1), BigWithinQuarter: figure(1), BigMeanError: figure(30)}
 	if f := r.Metrics.Forecast; f == nil {
 		t.Error("no forecast metrics")
 	} else if d := cmp.Diff(wantF, *f); d != "" {
@@ -160,5 +162,24 @@ func TestForecastChangesNothing(t *testing.T) {
 	}
 	if forecasts < f.Gangs {
 		t.Errorf("%d jobs have a forecast, fewer than the %d the metrics count", forecasts, f.Gangs)
+	}
+}
+
+// The big jobs' figures count the jobs of 8 GPUs or more only.
+func TestForecastMetricsBigJobs(t *testing.T) {
+	jobs := []JobOutcome{
+		{ID: "small", GPUs: 1, ForecastAt: 0, ForecastStart: 600, FirstStart: 600},
+		// Two hours late after ten hours of wait: within a quarter.
+		{ID: "big", GPUs: 8, ForecastAt: 0, ForecastStart: 8 * 3600, FirstStart: 10 * 3600},
+		// Not started: in no error figure.
+		{ID: "waiting", GPUs: 16, ForecastAt: 0, ForecastStart: 3600, FirstStart: -1},
+	}
+	got := *forecastMetrics(jobs, 3600)
+	want := ForecastMetrics{Every: 3600, Horizon: 7 * 24 * 3600, Gangs: 3, WithStart: 3, Started: 2,
+		AbsErrorP50: figure(0), AbsErrorP90: figure(7200), MeanError: figure(3600),
+		WithinHour: figure(0.5), WithinQuarter: figure(1), Later: figure(0.5),
+		BigStarted: 1, BigWithinHour: figure(0), BigWithinQuarter: figure(1), BigMeanError: figure(7200)}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("forecast metrics (-want +got):\n%s", d)
 	}
 }

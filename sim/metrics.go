@@ -204,9 +204,8 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 // starts (ForecastMetrics).
 func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 	f := &ForecastMetrics{Every: every, Horizon: core.DefaultForecastHorizon}
+	var all, big forecastErrors
 	var abs []float64
-	var sum float64
-	var hour, quarter, later int
 	for i := range jobs {
 		o := &jobs[i]
 		if o.ForecastAt < 0 || (o.FirstStart == o.ForecastAt && o.ForecastStart == o.ForecastAt) {
@@ -223,31 +222,53 @@ func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 		if o.FirstStart < 0 {
 			continue
 		}
-		f.Started++
-		e := o.FirstStart - o.ForecastStart
-		sum += float64(e)
-		a := max(e, -e)
-		abs = append(abs, float64(a))
-		if a <= 3600 {
-			hour++
-		}
-		if a <= max(60, (o.FirstStart-o.ForecastAt)/4) {
-			quarter++
-		}
-		if e > 0 {
-			later++
+		all.add(o)
+		abs = append(abs, float64(max(o.FirstStart-o.ForecastStart, o.ForecastStart-o.FirstStart)))
+		if o.GPUs >= 8 {
+			big.add(o)
 		}
 	}
-	if f.Started > 0 {
-		n := float64(f.Started)
+	f.Started, f.BigStarted = all.n, big.n
+	if all.n > 0 {
 		slices.Sort(abs)
 		f.AbsErrorP50, f.AbsErrorP90 = percentile(abs, 50), percentile(abs, 90)
-		f.MeanError = figure(sum / n)
-		f.WithinHour = figure(float64(hour) / n)
-		f.WithinQuarter = figure(float64(quarter) / n)
-		f.Later = figure(float64(later) / n)
+		f.Later = figure(float64(all.later) / float64(all.n))
 	}
+	f.WithinHour, f.WithinQuarter, f.MeanError = all.shares()
+	f.BigWithinHour, f.BigWithinQuarter, f.BigMeanError = big.shares()
 	return f
+}
+
+// forecastErrors counts the errors of the forecasts of started jobs.
+type forecastErrors struct {
+	n, hour, quarter, later int
+	sum                     float64
+}
+
+func (e *forecastErrors) add(o *JobOutcome) {
+	d := o.FirstStart - o.ForecastStart
+	a := max(d, -d)
+	e.n++
+	e.sum += float64(d)
+	if a <= 3600 {
+		e.hour++
+	}
+	if a <= max(60, (o.FirstStart-o.ForecastAt)/4) {
+		e.quarter++
+	}
+	if d > 0 {
+		e.later++
+	}
+}
+
+// shares returns the shares within an hour and within a quarter of the
+// wait, and the mean error; nil when no job started.
+func (e *forecastErrors) shares() (hour, quarter, mean *float64) {
+	if e.n == 0 {
+		return nil, nil, nil
+	}
+	n := float64(e.n)
+	return figure(float64(e.hour) / n), figure(float64(e.quarter) / n), figure(e.sum / n)
 }
 
 // idleHorizon returns the time up to which GPUs held by jobs that are not

@@ -118,6 +118,13 @@ type ForecastMetrics struct {
 	// NoStartButStarted counts the jobs the forecast gave no start within
 	// its horizon that started within it all the same.
 	NoStartButStarted int `json:"no_start_but_started_within_horizon"`
+	// BigStarted, BigWithinHour, BigWithinQuarter and BigMeanError are
+	// Started, WithinHour, WithinQuarter and MeanError over the jobs of 8
+	// GPUs or more (as P99WaitBig), whose waits are the longest.
+	BigStarted       int      `json:"big_started"`
+	BigWithinHour    *float64 `json:"big_within_1h"`
+	BigWithinQuarter *float64 `json:"big_within_quarter_of_wait"`
+	BigMeanError     *float64 `json:"big_mean_error_s"`
 }
 
 // Value returns *f, or NaN for a figure over no sample.
