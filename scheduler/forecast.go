@@ -55,6 +55,11 @@ type forecastState struct {
 	running bool
 	next    time.Time
 	byGang  map[string]forecastEntry
+	// first is the expected start the first forecast of each waiting gang
+	// gave it (Unix seconds; 0: none within the horizon), to weigh against
+	// its start (observeStart). It holds the gangs of the latest forecast
+	// only, so gangs that leave drop out.
+	first map[string]int64
 }
 
 // maybeForecast starts a forecast over snap, the snapshot of the cycle of
@@ -95,6 +100,7 @@ func (s *Scheduler) applyForecast(f core.Forecast, at int64) {
 		}
 	}
 	next := make(map[string]forecastEntry, len(f.Gangs))
+	first := make(map[string]int64, len(f.Gangs))
 	for _, gangs := range byQueue {
 		slices.SortFunc(gangs, func(a, b core.GangForecast) int { return cmp.Compare(a.Position, b.Position) })
 		for i, g := range gangs {
@@ -110,9 +116,31 @@ func (s *Scheduler) applyForecast(f core.Forecast, at int64) {
 				e.reserve = steady(old.reserve, e.reserve, at)
 			}
 			next[g.Gang] = e
+			if t, ok := s.fc.first[g.Gang]; ok {
+				first[g.Gang] = t
+			} else {
+				first[g.Gang] = e.start
+			}
 		}
 	}
-	s.fc.byGang = next
+	s.fc.byGang, s.fc.first = next, first
+}
+
+// observeStart weighs the start, at time at, of the gang key of queue
+// against the expected start its first forecast gave it, if any (late:
+// after it; early: at or before it), and forgets it: a gang that waits
+// again is weighed again. Loop goroutine only.
+func (s *Scheduler) observeStart(key, queue string, at int64) {
+	t, ok := s.fc.first[key]
+	delete(s.fc.first, key)
+	if !ok || t == 0 {
+		return
+	}
+	direction, d := "late", at-t
+	if d <= 0 {
+		direction, d = "early", -d
+	}
+	s.metrics.QueueStartForecastError.WithLabelValues(queue, direction).Observe(float64(d))
 }
 
 // forecastSlack is how far an expected start that lies left seconds ahead

@@ -112,6 +112,54 @@ func TestForecastStatus(t *testing.T) {
 	if s.fc.running {
 		t.Fatalf("a forecast started before its period passed")
 	}
+
+	// running ends at 1460, a minute after its estimate: big, forecast
+	// at 1400, starts 60 s late, and the metric says so.
+	now = time.Unix(1460, 0)
+	for _, p := range pods[:2] {
+		s.store.DeletePod(p.UID)
+	}
+	s.cycle(ctx)
+	if got, want := gathered(t, s.metrics, "phalanx_queue_start_forecast_error_seconds"),
+		[]string{"direction=late,queue=default count 1 sum 60"}; !cmp.Equal(got, want) {
+		t.Errorf("start forecast errors %v, want %v", got, want)
+	}
+}
+
+// TestStartForecastError: a gang's start is weighed against the expected
+// start of the first forecast that saw it waiting, whatever later ones
+// said; gangs placed by the cycle a forecast read, gangs never forecast to
+// start and gangs that left are not weighed.
+func TestStartForecastError(t *testing.T) {
+	s := &Scheduler{metrics: NewMetrics()}
+	s.applyForecast(core.Forecast{Gangs: []core.GangForecast{
+		{Gang: "placed", Queue: "q", Position: 1, Start: 1000, Starts: true},
+		{Gang: "late", Queue: "q", Position: 2, Start: 2000, Starts: true},
+		{Gang: "early", Queue: "q", Position: 3, Start: 5000, Starts: true},
+		{Gang: "never", Queue: "q", Position: 4},
+		{Gang: "gone", Queue: "r", Position: 1, Start: 3000, Starts: true},
+	}}, 1000)
+	s.applyForecast(core.Forecast{Gangs: []core.GangForecast{
+		{Gang: "late", Queue: "q", Position: 1, Start: 2500, Starts: true},
+		{Gang: "early", Queue: "q", Position: 2, Start: 4500, Starts: true},
+		{Gang: "never", Queue: "q", Position: 3, Start: 9000, Starts: true},
+	}}, 1060)
+	if want := map[string]int64{"late": 2000, "early": 5000, "never": 0}; !cmp.Equal(s.fc.first, want) {
+		t.Errorf("first expected starts %v, want %v", s.fc.first, want)
+	}
+	for _, g := range []struct {
+		key string
+		at  int64
+	}{{"placed", 1000}, {"late", 2600}, {"early", 4000}, {"never", 3000}, {"gone", 3100}, {"late", 2700}} {
+		s.observeStart(g.key, "q", g.at)
+	}
+	if got, want := gathered(t, s.metrics, "phalanx_queue_start_forecast_error_seconds"),
+		[]string{"direction=early,queue=q count 1 sum 1000", "direction=late,queue=q count 1 sum 600"}; !cmp.Equal(got, want) {
+		t.Errorf("start forecast errors %v, want %v", got, want)
+	}
+	if len(s.fc.first) != 0 {
+		t.Errorf("gangs still remembered after their start: %v", s.fc.first)
+	}
 }
 
 func fmtShown[T any](v T) string { return fmt.Sprintf("%+v", v) }

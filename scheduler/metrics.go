@@ -40,6 +40,11 @@ type Metrics struct {
 	// QueueAdmissionWait observes, when a gang reaches its minimum in a
 	// cycle, how long since it arrived.
 	QueueAdmissionWait *prometheus.HistogramVec
+	// QueueStartForecastError observes, when a gang reaches its minimum in
+	// a cycle, how far that lies from the expected start the first
+	// forecast made while it waited gave it: direction late if after it,
+	// early if before.
+	QueueStartForecastError *prometheus.HistogramVec
 	// QueueEvictedPods counts the pods of a queue's gangs evicted for
 	// preemption or reclaim (kind), once the eviction is accepted, and
 	// QueueGPUSecondsLost the GPU time they had run, thrown away.
@@ -98,6 +103,11 @@ func NewMetrics() *Metrics {
 			Name:    "phalanx_queue_admission_wait_seconds",
 			Help:    "Time from a gang's arrival to the cycle in which it reached its minimum, by queue.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 18)}, []string{"queue"}),
+		QueueStartForecastError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "phalanx_queue_start_forecast_error_seconds",
+			Help: "When a gang reaches its minimum, how far that lies from the expected start the first forecast made while it " +
+				"waited gave it (direction late: after it, early: before it), by queue.",
+			Buckets: prometheus.ExponentialBuckets(60, 2, 14)}, []string{"queue", "direction"}),
 		QueueEvictedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "phalanx_queue_evicted_pods_total",
 			Help: "Pods of the queue's gangs evicted for preemption or reclaim (kind), counted when the eviction is accepted."},
@@ -109,7 +119,7 @@ func NewMetrics() *Metrics {
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
 		m.UnreadableObjects, m.PodEventsSkipped, m.ForecastDuration,
-		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueEvictedPods, m.QueueGPUSecondsLost,
+		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueStartForecastError, m.QueueEvictedPods, m.QueueGPUSecondsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

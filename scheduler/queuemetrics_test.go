@@ -182,6 +182,7 @@ func registeredMetrics(t *testing.T) []string {
 	m.QueueAllocated.WithLabelValues("x", "y")
 	m.QueueDeserved.WithLabelValues("x", "y")
 	m.QueueAdmissionWait.WithLabelValues("x")
+	m.QueueStartForecastError.WithLabelValues("x", "y")
 	m.QueueEvictedPods.WithLabelValues("x", "y")
 	m.QueueGPUSecondsLost.WithLabelValues("x")
 	families, err := m.Registry.Gather()

@@ -448,6 +448,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		if v := views[key]; v != nil {
 			s.scheduledEvent(v)
 			s.metrics.QueueAdmissionWait.WithLabelValues(v.queue).Observe(float64(max(start.Unix()-v.arrival, 0)))
+			s.observeStart(key, v.queue, start.Unix())
 		}
 	}
 	byReason := map[string]int{}
