@@ -154,6 +154,11 @@ func TestForecastStatus(t *testing.T) {
 	if want := "Queue position: 2; expected start: " + shown["third"].UTC().Format(time.RFC3339); !strings.Contains(explain, want) {
 		t.Errorf("explain lacks %q", want)
 	}
+	// third holds no reservation: its expected start assumes nothing that
+	// goes first arrives, and explain says so.
+	if want := "if nothing that goes before it arrives meanwhile"; !strings.Contains(explain, want) {
+		t.Errorf("explain lacks %q", want)
+	}
 }
 
 // TestForecastReservation: on 2 nodes of 4 GPUs, "first" (4 GPUs,
