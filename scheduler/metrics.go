@@ -43,7 +43,7 @@ type Metrics struct {
 	// QueueStartForecastError observes, when a gang reaches its minimum in
 	// a cycle, how far that lies from the expected start the first
 	// forecast made while it waited gave it: direction late if after it,
-	// early if before.
+	// early if at or before it.
 	QueueStartForecastError *prometheus.HistogramVec
 	// QueueEvictedPods counts the pods of a queue's gangs evicted for
 	// preemption or reclaim (kind), once the eviction is accepted, and
@@ -106,7 +106,7 @@ func NewMetrics() *Metrics {
 		QueueStartForecastError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "phalanx_queue_start_forecast_error_seconds",
 			Help: "When a gang reaches its minimum, how far that lies from the expected start the first forecast made while it " +
-				"waited gave it (direction late: after it, early: before it), by queue.",
+				"waited gave it (direction late: after it, early: at or before it), by queue.",
 			Buckets: prometheus.ExponentialBuckets(60, 2, 14)}, []string{"queue", "direction"}),
 		QueueEvictedPods: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "phalanx_queue_evicted_pods_total",
