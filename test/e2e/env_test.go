@@ -312,9 +312,25 @@ func startSchedulerOpts(t *testing.T, opts scheduler.Options) (stop func()) {
 	return stop
 }
 
+// startSchedulerMetrics is startSchedulerOpts, and returns the metrics the
+// scheduler exports.
+func startSchedulerMetrics(t *testing.T, opts scheduler.Options) *scheduler.Metrics {
+	t.Helper()
+	m := scheduler.NewMetrics()
+	launchSchedulerWith(t, restConfig, nil, true, opts, m)
+	return m
+}
+
 // launchScheduler does the work of the start functions above. The client
 // options (Dynamic) are its own; opts.SchedulerNames defaults to phalanx.
 func launchScheduler(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, waitReady bool, opts scheduler.Options) (stop func(), ready func() bool) {
+	t.Helper()
+	return launchSchedulerWith(t, base, le, waitReady, opts, scheduler.NewMetrics())
+}
+
+// launchSchedulerWith is launchScheduler exporting into m.
+func launchSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, waitReady bool, opts scheduler.Options,
+	m *scheduler.Metrics) (stop func(), ready func() bool) {
 	t.Helper()
 	if len(opts.SchedulerNames) == 0 {
 		opts.SchedulerNames = []string{defaultSchedulerNm}
@@ -348,7 +364,7 @@ func launchScheduler(t *testing.T, base *rest.Config, le *scheduler.LeaderElecti
 		t.Fatal(err)
 	}
 	opts.Dynamic = dc
-	sched, err := scheduler.New(opts, kc, pc, scheduler.NewMetrics(), recorder)
+	sched, err := scheduler.New(opts, kc, pc, m, recorder)
 	if err != nil {
 		cancel()
 		broadcaster.Shutdown()

@@ -27,7 +27,7 @@ import (
 func TestForecastStatus(t *testing.T) {
 	e := newEnv(t)
 	e.addNodes(kwokNodes("forecast", 2).CPU("4").Memory("16Gi").GPUs(1))
-	startSchedulerOpts(t, scheduler.Options{ForecastPeriod: 2 * time.Second})
+	metrics := startSchedulerMetrics(t, scheduler.Options{ForecastPeriod: 2 * time.Second})
 	first := e.create(tfJob("first").Workers(2).GPUsPerWorker(1).RunFor("20m").Estimate(600))
 	e.eventually(time.Minute, "first runs", e.running(first))
 	e.create(tfJob("second").Workers(2).GPUsPerWorker(1).RunFor("20m").Estimate(300))
@@ -159,6 +159,39 @@ func TestForecastStatus(t *testing.T) {
 	if want := "if nothing that goes before it arrives meanwhile"; !strings.Contains(explain, want) {
 		t.Errorf("explain lacks %q", want)
 	}
+
+	// first goes long before its estimate: second starts early, by about
+	// as long as first had left to run, and the scheduler's metric weighs
+	// that start against second's first expected start.
+	e.deletePods(first)
+	left := time.Until(shown["second"]).Seconds()
+	e.eventually(time.Minute, "second's start is weighed against its expected start", func(ctx context.Context) error {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			return err
+		}
+		for _, f := range families {
+			if f.GetName() != "phalanx_queue_start_forecast_error_seconds" {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range s.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				h := s.GetHistogram()
+				if labels["direction"] != "early" || h.GetSampleCount() != 1 {
+					return fmt.Errorf("series %v: %d starts weighed, want 1 early", labels, h.GetSampleCount())
+				}
+				// The start lies within a minute of the deletion.
+				if sum := h.GetSampleSum(); sum > left+1 || sum < left-60 {
+					return fmt.Errorf("second started %.0f s before its expected start, want about %.0f", sum, left)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no start weighed yet")
+	})
 }
 
 // TestForecastReservation: on 2 nodes of 4 GPUs, "first" (4 GPUs,
