@@ -71,10 +71,12 @@ type ForecastOptions struct {
 // distance from now apart.
 const forecastPrecision = 16
 
-// Defaults of ForecastOptions.
+// Defaults of ForecastOptions, and the step the scheduler and the
+// simulator forecast with: a minute.
 const (
 	DefaultForecastHorizon = 7 * 24 * 3600
 	DefaultForecastCycles  = 200
+	DefaultForecastStep    = 60
 )
 
 // GangForecast is what the forecast says of one gang waiting for its

@@ -37,10 +37,6 @@ import (
 // expected reservation: the Reserved condition says since when it holds
 // one.
 
-// forecastStep is the least time between two cycles of a forecast
-// (core.ForecastOptions.Step).
-const forecastStep = 60
-
 // forecastEntry is what the latest forecast says of one gang.
 type forecastEntry struct {
 	position int32
@@ -71,7 +67,7 @@ func (s *Scheduler) maybeForecast(ctx context.Context, snap *core.Snapshot, now 
 		return false
 	}
 	s.fc.running, s.fc.next = true, now.Add(s.opts.ForecastPeriod)
-	opts := core.ForecastOptions{Horizon: int64(s.opts.ForecastHorizon / time.Second), Step: forecastStep}
+	opts := core.ForecastOptions{Horizon: int64(s.opts.ForecastHorizon / time.Second), Step: core.DefaultForecastStep}
 	s.inflight.Add(1)
 	go func() {
 		defer s.inflight.Done()

@@ -155,10 +155,8 @@ func newGangPolicy(s *state, sched cycler, opt gangOptions) *gangPolicy {
 			s.snap.Queues[i].StrictOrder = false
 		}
 	}
-	if _, ok := sched.(forecaster); ok && opt.forecastEvery > 0 {
+	if _, ok := sched.(forecaster); ok {
 		s.forecastEvery = opt.forecastEvery
-	} else {
-		opt.forecastEvery = 0
 	}
 	return &gangPolicy{s: s, sched: sched, opt: opt, byID: make(map[string]*gangEntry)}
 }
@@ -402,10 +400,6 @@ func (g *gangPolicy) cycle() error {
 
 // finish runs the last cycle if it was skipped, for its diagnostics: the
 // reasons of the jobs that never started.
-// forecastStep is the least time between two cycles of a forecast, as in
-// the scheduler (scheduler/forecast.go).
-const forecastStep = 60
-
 // forecaster is the part of *core.Scheduler that forecasts.
 type forecaster interface {
 	Forecast(snap *core.Snapshot, now int64, opts core.ForecastOptions) core.Forecast
@@ -417,16 +411,16 @@ type forecaster interface {
 // forecast yet.
 func (g *gangPolicy) forecast() {
 	f, ok := g.sched.(forecaster)
-	if !ok || g.opt.forecastEvery <= 0 || g.s.now < g.nextForecast {
+	if !ok || g.s.forecastEvery <= 0 || g.s.now < g.nextForecast {
 		return
 	}
-	g.nextForecast = g.s.now + g.opt.forecastEvery
+	g.nextForecast = g.s.now + g.s.forecastEvery
 	// The scheduler gives the forecast the estimated ends of jobs past
 	// them; the cycles get now + 1 (releases).
 	snap := g.s.snap
 	g.fcReleases = g.s.releases(g.fcReleases[:0], true)
 	snap.Releases = g.fcReleases
-	out := f.Forecast(&snap, g.s.now, core.ForecastOptions{Step: forecastStep})
+	out := f.Forecast(&snap, g.s.now, core.ForecastOptions{Step: core.DefaultForecastStep})
 	for i := range out.Gangs {
 		gf := &out.Gangs[i]
 		e := g.byID[gf.Gang]

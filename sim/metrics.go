@@ -205,7 +205,6 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 	f := &ForecastMetrics{Every: every, Horizon: core.DefaultForecastHorizon}
 	var all, big forecastErrors
-	var abs []float64
 	for i := range jobs {
 		o := &jobs[i]
 		if o.ForecastAt < 0 || (o.FirstStart == o.ForecastAt && o.ForecastStart == o.ForecastAt) {
@@ -223,15 +222,14 @@ func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 			continue
 		}
 		all.add(o)
-		abs = append(abs, float64(max(o.FirstStart-o.ForecastStart, o.ForecastStart-o.FirstStart)))
 		if o.GPUs >= 8 {
 			big.add(o)
 		}
 	}
 	f.Started, f.BigStarted = all.n, big.n
 	if all.n > 0 {
-		slices.Sort(abs)
-		f.AbsErrorP50, f.AbsErrorP90 = percentile(abs, 50), percentile(abs, 90)
+		slices.Sort(all.abs)
+		f.AbsErrorP50, f.AbsErrorP90 = percentile(all.abs, 50), percentile(all.abs, 90)
 		f.Later = figure(float64(all.later) / float64(all.n))
 	}
 	f.WithinHour, f.WithinQuarter, f.MeanError = all.shares()
@@ -239,10 +237,12 @@ func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 	return f
 }
 
-// forecastErrors counts the errors of the forecasts of started jobs.
+// forecastErrors counts the errors of the forecasts of started jobs and
+// keeps their absolute values.
 type forecastErrors struct {
 	n, hour, quarter, later int
 	sum                     float64
+	abs                     []float64
 }
 
 func (e *forecastErrors) add(o *JobOutcome) {
@@ -250,6 +250,7 @@ func (e *forecastErrors) add(o *JobOutcome) {
 	a := max(d, -d)
 	e.n++
 	e.sum += float64(d)
+	e.abs = append(e.abs, float64(a))
 	if a <= 3600 {
 		e.hour++
 	}

@@ -162,7 +162,8 @@ type state struct {
 	completed      int
 	timers         timerHeap
 	record         bool
-	// forecastEvery is Options.ForecastEvery when the policy forecasts.
+	// forecastEvery is Options.ForecastEvery when the policy forecasts
+	// (gang.go), 0 otherwise.
 	forecastEvery    int64
 	events           []PodEvent
 	samples          []Sample
