@@ -603,6 +603,9 @@ type cycleMemory struct {
 	gangs   []*Gang
 	cands   []*Gang
 	waiting []waiter
+	// releases holds the snapshot's releases at their expected ends when
+	// some have passed (sortedReleases).
+	releases []Release
 }
 
 // newCycleMemory returns the memory of a cycle over a snapshot of n queues;
@@ -629,6 +632,7 @@ func (m *cycleMemory) release(pool *sync.Pool) {
 	clear(m.cands[:cap(m.cands)])
 	clear(m.waiting[:cap(m.waiting)])
 	m.stuck, m.gangs, m.cands, m.waiting = m.stuck[:0], m.gangs[:0], m.cands[:0], m.waiting[:0]
+	m.releases = m.releases[:0]
 	m.sorter.keys = m.sorter.keys[:0]
 	pool.Put(m)
 }

@@ -226,16 +226,23 @@ func newForecaster(s *Scheduler, snap *Snapshot, now, step int64) *forecaster {
 		f.snap.Gangs = append(f.snap.Gangs, &cp)
 		f.gangs[g.ID] = &cp
 	}
-	for _, r := range snap.Releases {
-		if r.At > 0 && r.Node >= 0 && r.Node < len(snap.Nodes) {
-			r.At = expectedEnd(r.At, now, step)
-			f.releases = append(f.releases, r)
-		}
-	}
+	f.releases = expectedReleases(f.releases, snap, now, step)
 	f.terminating(snap, now+step)
 	f.sortReleases()
 	f.snap.Releases = f.releases
 	return f
+}
+
+// expectedReleases appends to dst the releases of snap as a cycle or a
+// forecast at now counts on them, each at its expected end (expectedEnd).
+func expectedReleases(dst []Release, snap *Snapshot, now, step int64) []Release {
+	for _, r := range snap.Releases {
+		if r.At > 0 && r.Node >= 0 && r.Node < len(snap.Nodes) {
+			r.At = expectedEnd(r.At, now, step)
+			dst = append(dst, r)
+		}
+	}
+	return dst
 }
 
 // terminating makes the members being evicted (Snapshot.Running, Placed.

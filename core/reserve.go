@@ -56,9 +56,16 @@ import (
 //
 // Reservations are computed afresh every cycle from the snapshot, so they
 // follow what actually happens: a job that ends early brings T forward, one
-// that overruns its estimate pushes it back. Only what the gang needs on a
-// reserved node is off limits: a gang that runs past T may still take the
-// node's spare room, what the node will have at T beyond the gang's needs.
+// that overruns its estimate pushes it back. A member past its estimated
+// end is expected to run as long again as it has overrun, at least a minute
+// (expectedEnd, as in a forecast): the reservation then takes nodes that
+// free sooner, if there are any, and gangs that end before its start may
+// backfill meanwhile. Expecting it to end any moment would hold the
+// reservation on its node with no backfill, cycle after cycle, and drain
+// nodes idle when estimates are short (docs/evaluation.md, "Wrong
+// estimates"). Only what the gang needs on a reserved node is off limits: a
+// gang that runs past T may still take the node's spare room, what the node
+// will have at T beyond the gang's needs.
 
 // reservation is one of the cycle's reservations.
 type reservation struct {
@@ -279,6 +286,16 @@ func (c *cycle) sortedReleases() []*Release {
 	}
 	c.releasesKnown = true
 	all := c.snap.Releases
+	// A member past its estimated end is counted on as a forecast counts
+	// on it (expectedEnd): it runs as long again as it has overrun, at
+	// least a minute, rather than ending any moment, so that a reservation
+	// does not wait on its node cycle after cycle. Those ends move with the
+	// time, so the plan may change a second later.
+	if releasesPassed(c.snap, c.now) {
+		c.mem.releases = expectedReleases(c.mem.releases[:0], c.snap, c.now, DefaultForecastStep)
+		all = c.mem.releases
+		c.changesAt(c.now + 1)
+	}
 	releases := make([]*Release, 0, len(all))
 	sorted := true
 	for i := range all {
@@ -309,6 +326,16 @@ func (c *cycle) sortedReleases() []*Release {
 	}
 	c.releases = releases[:len(releases):len(releases)]
 	return c.releases
+}
+
+// releasesPassed reports whether one of snap's releases is due by now.
+func releasesPassed(snap *Snapshot, now int64) bool {
+	for i := range snap.Releases {
+		if at := snap.Releases[i].At; at > 0 && at <= now {
+			return true
+		}
+	}
+	return false
 }
 
 // candBefore is the order of reservation candidates: partialFirst(gangBefore).

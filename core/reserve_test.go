@@ -428,3 +428,35 @@ func TestHoldWinsOverReservation(t *testing.T) {
 		}
 	}
 }
+
+// A member past its estimated end is expected to run as long again as it
+// has overrun, as in a forecast, not to end any moment: at t=500, node a's
+// member, estimated to end at 200, is expected at 800, so the big gang
+// reserves node b, which frees at 700. The expected end moves with the
+// time, so the plan holds only until the next second.
+func TestReservationAvoidsOverrunningNode(t *testing.T) {
+	s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(8), MakeNode("b").GPUs(8).UsedGPUs(8)).Gangs(
+		MakeGang("big").Members(1, GPUs(8)).Arrival(0),
+	).Obj()
+	s.Releases = []Release{
+		{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 200},
+		{Node: 1, Amount: Vector{Pods: 1, gpuDim: 8}, At: 700},
+	}
+	plan, diag := runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if msg := pendingOf(diag)["big"].Message; !strings.Contains(msg, "1 node(s) reserved for it; expected to start in 3m20s") {
+		t.Errorf("big: %q, want node b reserved, expected in 3m20s", msg)
+	}
+	if plan.Until != 501 {
+		t.Errorf("plan until %d, want 501", plan.Until)
+	}
+	// Overrun by 10 s, node a's member is expected a minute later (560),
+	// before b's.
+	s.Releases[0].At = 490
+	_, diag = runAt(t, s, Config{ReserveAfter: 60}, 500)
+	if msg := pendingOf(diag)["big"].Message; !strings.Contains(msg, "expected to start in 1m0s") {
+		t.Errorf("big: %q, want node a reserved, expected in 1m0s", msg)
+	}
+	if s.Releases[0].At != 490 {
+		t.Errorf("the cycle changed the snapshot's release to %d", s.Releases[0].At)
+	}
+}

@@ -106,8 +106,9 @@ func TestEstimateFromHistory(t *testing.T) {
 }
 
 // Releases: members of our gangs with an estimate give back their request
-// and pod slot at start + estimate; members with no estimate and pods of
-// other schedulers are not counted on; nothing is computed when nothing
+// and pod slot at start + estimate, passed or not, or when their grace
+// period ends if they are being deleted; members with no estimate and pods
+// of other schedulers are not counted on; nothing is computed when nothing
 // reserves.
 func TestReleases(t *testing.T) {
 	s := NewStore([]string{"phalanx"})
@@ -120,6 +121,9 @@ func TestReleases(t *testing.T) {
 	s.SetPodGroup(pg)
 	s.SetPod(testPod("train-0").Group("train").GPUs(4).On("b", corev1.PodRunning).Ran(1000, 0).Obj())
 	s.SetPod(testPod("train-1").Group("train").GPUs(2).On("a", corev1.PodPending).Obj()) // bound, not started
+	evicted := testPod("train-2").Group("train").GPUs(1).On("b", corev1.PodRunning).Ran(1000, 0).Obj()
+	evicted.DeletionTimestamp = &metav1.Time{Time: time.Unix(5030, 0)}
+	s.SetPod(evicted)
 	s.SetPod(testPod("unknown").GPUs(1).On("a", corev1.PodRunning).Ran(1000, 0).Obj())
 	s.SetPod(testPod("theirs").Scheduler("default-scheduler").Deadline(60).GPUs(1).On("a", corev1.PodRunning).Ran(1000, 0).Obj())
 	s.SetPod(testPod("done").Deadline(60).GPUs(1).On("a", corev1.PodSucceeded).Ran(1000, 1030).Obj())
@@ -132,6 +136,7 @@ func TestReleases(t *testing.T) {
 	}
 	want := []core.Release{
 		{Node: 1, Amount: amount(4), At: 1600, Queue: "default"},
+		{Node: 1, Amount: amount(1), At: 5030, Queue: "default"},
 		{Node: 0, Amount: amount(2), At: 5600, Queue: "default"},
 	}
 	if diff := cmp.Diff(want, snap.Releases); diff != "" {

@@ -443,7 +443,9 @@ func (s *Store) reservations() bool {
 
 // releases appends what each member of g, of queue, holding a node gives
 // back when g is expected to end: estimate seconds after the member started
-// (its pod's startTime, or when it was bound if it has not started yet).
+// (its pod's startTime, or when it was bound if it has not started yet),
+// passed if g overran its estimate (the core decides what to expect then);
+// a pod being deleted when its grace period ends.
 // Members of gangs without an estimate, and pods of other schedulers, are
 // left out: the core never counts on a release whose end is unknown. order
 // is the snapshot's sorted node names.
@@ -460,7 +462,11 @@ func (s *Store) releases(dst []core.Release, g *gangInfo, queue string, estimate
 		if start == 0 {
 			continue
 		}
-		dst = append(dst, core.Release{Node: n, Amount: p.slot(), At: start + estimate, Queue: queue})
+		at := start + estimate
+		if d := p.pod.DeletionTimestamp; d != nil {
+			at = d.Unix() // deletion time plus grace period
+		}
+		dst = append(dst, core.Release{Node: n, Amount: p.slot(), At: at, Queue: queue})
 	}
 	return dst
 }

@@ -112,7 +112,11 @@ func TestNoisyEstimates(t *testing.T) {
 
 // Underestimated jobs still all complete, and the reservation still lets the
 // big job of testdata/golden/reservation.yaml start before the stream ends,
-// as do overestimates and noise.
+// as do overestimates and noise. Estimates a tenth of the run times (x0.1)
+// all complete but are left out of the second check: a member past its
+// estimate is expected to run as long again, so the reservation's start
+// moves out and jobs that claim six minutes backfill for an hour
+// (docs/evaluation.md, "Wrong estimates").
 func TestReservationWithWrongEstimates(t *testing.T) {
 	w := readGolden(t, "reservation")
 	noReservation := spans(runWith(t, w, PolicyPhalanx, Options{ReserveAfter: -1}))["big"].Start
@@ -127,7 +131,7 @@ func TestReservationWithWrongEstimates(t *testing.T) {
 		if m := r.Metrics; m.JobsCompleted != m.JobsTotal || m.StuckJobs != 0 {
 			t.Errorf("%s: %d of %d completed, %d stuck", spec, m.JobsCompleted, m.JobsTotal, m.StuckJobs)
 		}
-		if got := spans(r)["big"].Start; got >= noReservation {
+		if got := spans(r)["big"].Start; got >= noReservation && spec != "x0.1" {
 			t.Errorf("%s: big starts at %d s, not before %d s (without reservations)", spec, got, noReservation)
 		}
 	}
@@ -149,8 +153,8 @@ func (r *releasesSeen) RunCycle(snap *core.Snapshot, now int64) (core.Plan, core
 }
 
 // The core is told when members are expected to end by the estimate, not by
-// the duration: start + estimate, or any moment (now + 1) once the job has
-// run past it.
+// the duration: start + estimate, passed once the job has run past it, as
+// the scheduler tells it (the core then expects it to run as long again).
 func TestReleasesFollowEstimates(t *testing.T) {
 	w := newWorkload().
 		pool("n", 1, gpus(1), cpu(4)).
@@ -162,7 +166,7 @@ func TestReleasesFollowEstimates(t *testing.T) {
 	if _, err := run(w, "fake", seen, gangOptions{reserve: true}, Options{EstimateError: EstimateError{Factor: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]int64{100: 500, 700: 701}
+	want := map[int64]int64{100: 500, 700: 500}
 	for i, at := range seen.at {
 		wantAt, ok := want[at]
 		if !ok {

@@ -317,7 +317,7 @@ func (g *gangPolicy) cycle() error {
 		return nil
 	}
 	if g.opt.reserve {
-		rel := s.releases(g.spareReleases[:0], false)
+		rel := s.releases(g.spareReleases[:0])
 		same = same && slices.Equal(rel, s.snap.Releases)
 		g.spareReleases, s.snap.Releases = s.snap.Releases, rel
 	}
@@ -415,11 +415,11 @@ func (g *gangPolicy) forecast() {
 		return
 	}
 	g.nextForecast = g.s.now + g.s.forecastEvery
-	// The scheduler gives the forecast the estimated ends of jobs past
-	// them; the cycles get now + 1 (releases).
 	snap := g.s.snap
-	g.fcReleases = g.s.releases(g.fcReleases[:0], true)
-	snap.Releases = g.fcReleases
+	if !g.opt.reserve { // the cycle has not filled them
+		g.fcReleases = g.s.releases(g.fcReleases[:0])
+		snap.Releases = g.fcReleases
+	}
 	out := f.Forecast(&snap, g.s.now, core.ForecastOptions{Step: core.DefaultForecastStep})
 	for i := range out.Gangs {
 		gf := &out.Gangs[i]

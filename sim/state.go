@@ -637,21 +637,17 @@ func (s *state) sampleQueues() {
 }
 
 // releases appends to dst what every member on a node gives back when the
-// scheduler expects it to: a member of a running job at the job's expected
-// end (start + estimate, moved by pauses; a job past its estimate is
-// expected to end any moment, now + 1, unless estimated, for a forecast,
-// says to keep its end as estimated, passed, as the scheduler gives it), a
-// terminating member when its grace period ends. Members of paused jobs are
-// left out: their end is unknown.
-func (s *state) releases(dst []core.Release, estimated bool) []core.Release {
+// scheduler expects it to: a member of a running job at the job's estimated
+// end (start + estimate, moved by pauses; passed if the job overran it, as
+// the scheduler gives it: the core decides what to expect of it), a
+// terminating member when its grace period ends. Members of paused jobs,
+// and of jobs without an estimate, are left out: their end is unknown.
+func (s *state) releases(dst []core.Release) []core.Release {
 	for _, ji := range s.resident {
 		j := &s.jobs[ji]
 		end := int64(0)
-		if j.running() {
+		if j.running() && j.estimate > 0 {
 			end = j.estEnd
-			if !estimated {
-				end = max(end, s.now+1)
-			}
 		}
 		for m := range j.members {
 			mem := &j.members[m]
