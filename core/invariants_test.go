@@ -245,6 +245,13 @@ func BenchmarkCycle5000NodesReservations(b *testing.B) {
 	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400)
 }
 
+// BenchmarkCycle5000NodesOverrun is BenchmarkCycle5000NodesReservations
+// half a day later: about half the running members are past their
+// estimated ends, and the cycle expects each to run as long again.
+func BenchmarkCycle5000NodesOverrun(b *testing.B) {
+	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400+43200)
+}
+
 // estimatedSnapshot is randomSnapshot's 5,000 nodes and 20,000 pending pods
 // with estimates: each gang's run time is up to a day, and what runs on a
 // node frees within the day after 86400.
