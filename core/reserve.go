@@ -61,8 +61,8 @@ import (
 // (expectedEnd, as in a forecast): the reservation then takes nodes that
 // free sooner, if there are any, and gangs that end before its start may
 // backfill meanwhile. Expecting it to end any moment would hold the
-// reservation on its node with no backfill, cycle after cycle, and drain
-// nodes idle when estimates are short (docs/evaluation.md, "Wrong
+// reservation on its node with no backfill, cycle after cycle, which costs
+// much mean JCT when estimates are short (docs/evaluation.md, "Wrong
 // estimates"). Only what the gang needs on a reserved node is off limits: a
 // gang that runs past T may still take the node's spare room, what the node
 // will have at T beyond the gang's needs.

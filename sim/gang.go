@@ -398,8 +398,6 @@ func (g *gangPolicy) cycle() error {
 	return g.keepHolds(plan.Holds)
 }
 
-// finish runs the last cycle if it was skipped, for its diagnostics: the
-// reasons of the jobs that never started.
 // forecaster is the part of *core.Scheduler that forecasts.
 type forecaster interface {
 	Forecast(snap *core.Snapshot, now int64, opts core.ForecastOptions) core.Forecast
@@ -434,6 +432,8 @@ func (g *gangPolicy) forecast() {
 	}
 }
 
+// finish runs the last cycle if it was skipped, for its diagnostics: the
+// reasons of the jobs that never started.
 func (g *gangPolicy) finish() error {
 	if !g.skipped {
 		return nil
