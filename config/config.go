@@ -68,6 +68,10 @@ const (
 	// DefaultWeighLoss: an eviction must not lose more run time than it
 	// gains.
 	DefaultWeighLoss = true
+	// DefaultCorrectEstimates: declared run-time estimates are multiplied
+	// by how the queue's latest gangs ran against theirs (the median ratio;
+	// core.EstimateFactor).
+	DefaultCorrectEstimates = true
 )
 
 // Configuration is the file.
@@ -117,6 +121,10 @@ type Scheduling struct {
 	// than the preemptor gains by starting before their estimated ends
 	// (--weigh-loss).
 	WeighLoss *bool `json:"weighLoss,omitempty"`
+	// CorrectEstimates: multiply a gang's declared estimate by the median
+	// ratio of run time to declared estimate of its queue's latest
+	// completed gangs (--correct-estimates).
+	CorrectEstimates *bool `json:"correctEstimates,omitempty"`
 	// HoldFailedMember: how long a failed member's room is kept for its
 	// replacement (--hold-failed-member).
 	HoldFailedMember *Duration `json:"holdFailedMember,omitempty"`
@@ -272,6 +280,7 @@ func (c *Configuration) FlagValues(command string) []FlagValue {
 	dur("preempt-min-runtime", "scheduling.preemptMinRuntime", s.PreemptMinRuntime)
 	dur("reclaim-min-runtime", "scheduling.reclaimMinRuntime", s.ReclaimMinRuntime)
 	boolean("weigh-loss", "scheduling.weighLoss", s.WeighLoss)
+	boolean("correct-estimates", "scheduling.correctEstimates", s.CorrectEstimates)
 	dur("hold-failed-member", "scheduling.holdFailedMember", s.HoldFailedMember)
 	if command != "scheduler" {
 		return out

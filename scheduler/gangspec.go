@@ -148,7 +148,10 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 			}
 			problems = append(problems, fmt.Sprintf("%s: %v", from, err))
 		}
-		v.estimate = est
+		v.estimate, v.declared = est, est
+		if s.correcting && est > 0 {
+			v.estimate, v.corrected = core.CorrectEstimate(est, s.history[v.queue].factor(), maxEstimate), true
+		}
 	default:
 		v.estimate = deadlineEstimate(g)
 		if v.estimate == 0 {

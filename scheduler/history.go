@@ -4,42 +4,49 @@ import (
 	"slices"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
 )
 
 // The run times of each queue's recent gangs estimate how long a gang of
-// that queue runs when nothing better is known. The scheduler keeps them in
-// memory and records them in its state ConfigMap (state.go), from which a
-// new leader restores them; it also learns them again from the finished
-// pods its informers list, once per gang.
+// that queue runs when nothing better is known, and correct the estimates
+// its gangs declare: with their declared estimates, they give the factor
+// by which those are multiplied (core.EstimateFactor). The scheduler keeps
+// them in memory and records them in its state ConfigMap (state.go), from
+// which a new leader restores them; it also learns them again from the
+// finished pods its informers list, once per gang.
 
 const (
 	// historySize is how many of a queue's latest completed gangs count.
-	historySize = 20
+	historySize = core.EstimateSamples
 	// historyMin is how many must have completed before they are trusted.
 	historyMin = 5
 )
 
 // runTimes are the run times of one queue's latest completed gangs, by
-// finish time, oldest first, with the gangs' keys.
+// finish time, oldest first, with the gangs' keys and declared estimates (0
+// for a gang that declared none).
 type runTimes struct {
-	finish, seconds []int64
-	gangs           []string
-	p               int64 // p90, kept up to date by add
+	finish, seconds, estimates []int64
+	gangs                      []string
+	p                          int64   // p90, kept up to date by addGang
+	f                          float64 // the estimate factor, kept up to date by addGang
 }
 
 // add records a gang that finished at finish (Unix seconds) after running
 // secs seconds; only the historySize latest finishes are kept.
-func (r *runTimes) add(finish, secs int64) { r.addGang("", finish, secs) }
+func (r *runTimes) add(finish, secs int64) { r.addGang("", finish, secs, 0) }
 
-// addGang is add for the gang of key gang.
-func (r *runTimes) addGang(gang string, finish, secs int64) {
+// addGang is add for the gang of key gang, which declared an estimate of
+// estimate seconds (0: none).
+func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
 	i, _ := slices.BinarySearch(r.finish, finish+1) // after equal finishes
 	r.finish = slices.Insert(r.finish, i, finish)
 	r.seconds = slices.Insert(r.seconds, i, secs)
+	r.estimates = slices.Insert(r.estimates, i, estimate)
 	r.gangs = slices.Insert(r.gangs, i, gang)
 	if len(r.finish) > historySize {
-		r.finish, r.seconds, r.gangs = r.finish[1:], r.seconds[1:], r.gangs[1:]
+		r.finish, r.seconds, r.estimates, r.gangs = r.finish[1:], r.seconds[1:], r.estimates[1:], r.gangs[1:]
 	}
 	r.p = 0
 	if len(r.seconds) >= historyMin {
@@ -47,6 +54,25 @@ func (r *runTimes) addGang(gang string, finish, secs int64) {
 		slices.Sort(sorted)
 		r.p = sorted[(9*len(sorted)+9)/10-1]
 	}
+	var ratios [historySize]float64
+	n := 0
+	for i, est := range r.estimates {
+		if ratio, ok := core.EstimateRatio(est, r.seconds[i]); ok {
+			ratios[n] = ratio
+			n++
+		}
+	}
+	r.f = core.EstimateFactor(ratios[:n])
+}
+
+// factor is what the queue's declared estimates are multiplied by: the
+// median ratio of run time to declared estimate of those of its latest
+// gangs that declared one, 1 when fewer than core.EstimateSamplesMin did.
+func (r *runTimes) factor() float64 {
+	if r == nil || r.f == 0 {
+		return 1
+	}
+	return r.f
 }
 
 // has reports whether the run time of the gang of key gang is recorded.
@@ -68,7 +94,7 @@ func (r *runTimes) p90() int64 {
 // member's start to the last member's finish: the pods' startTime and their
 // containers' finishedAt, or when the store saw them running and finished if
 // those are missing.
-func (s *Store) recordCompletion(g *gangInfo, queue string) {
+func (s *Store) recordCompletion(g *gangInfo, queue string, declared int64) {
 	if g.recorded {
 		return
 	}
@@ -100,8 +126,13 @@ func (s *Store) recordCompletion(g *gangInfo, queue string) {
 	if s.history[queue] == nil {
 		s.history[queue] = &runTimes{}
 	}
-	s.history[queue].addGang(g.key, finish, max(finish-start, 1))
+	r := s.history[queue]
+	f := r.factor()
+	r.addGang(g.key, finish, max(finish-start, 1), declared)
 	s.historyGen[queue]++
+	if r.factor() != f {
+		s.factorGen[queue]++
+	}
 }
 
 // lastFinish is when the pod's last container terminated, in Unix seconds,

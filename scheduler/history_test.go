@@ -147,3 +147,53 @@ func TestReleases(t *testing.T) {
 		t.Errorf("%d releases while nothing reserves, want none", len(snap.Releases))
 	}
 }
+
+// A queue whose gangs ran twice the estimates they declared gets its
+// declared estimates doubled, once five such gangs have completed: the
+// waiting gang's estimate, and the release of a running member, which
+// moves when the factor does. Gangs that declared nothing, and the other
+// queues, are not counted; with the correction off, estimates are as
+// declared.
+func TestEstimateCorrection(t *testing.T) {
+	for _, correcting := range []bool{true, false} {
+		s := NewStore([]string{"phalanx"})
+		s.now = func() time.Time { return time.Unix(5000, 0) }
+		s.reserving, s.correcting = true, correcting
+		s.SetNode(testNode("n1", 8))
+		pod := func(b *podBuilder, queue, estimate string) *corev1.Pod {
+			p := b.Obj()
+			p.Annotations = map[string]string{AnnotationQueue: queue}
+			if estimate != "" {
+				p.Annotations[AnnotationEstimatedRuntime] = estimate
+			}
+			return p
+		}
+		s.SetPod(pod(testPod("waiting").GPUs(1), "research", "1000"))
+		s.SetPod(pod(testPod("running").GPUs(1).On("n1", corev1.PodRunning).Ran(4000, 0), "research", "600"))
+		check := func(when string, factor int64) {
+			t.Helper()
+			snap, _ := s.Snapshot()
+			if !correcting {
+				factor = 1
+			}
+			if g := gangByID(snap, "ns/waiting#pod"); g == nil || g.Estimate != 1000*factor {
+				t.Errorf("correcting %v, %s: waiting gang %+v, want estimate %d", correcting, when, g, 1000*factor)
+			}
+			if len(snap.Releases) != 1 || snap.Releases[0].At != 4000+600*factor {
+				t.Errorf("correcting %v, %s: releases %+v, want one at %d", correcting, when, snap.Releases, 4000+600*factor)
+			}
+		}
+		check("before anything completed", 1)
+		for i := int64(0); i < 4; i++ {
+			s.SetPod(pod(testPod("done-"+string(rune('a'+i))).On("n1", corev1.PodSucceeded).Ran(1000, 1600), "research", "300"))
+			// Declared nothing, ran 100 times as long as those: not counted.
+			s.SetPod(pod(testPod("blind-"+string(rune('a'+i))).On("n1", corev1.PodSucceeded).Ran(1000, 31000), "research", ""))
+			// Another queue's, ran as declared.
+			s.SetPod(pod(testPod("other-"+string(rune('a'+i))).On("n1", corev1.PodSucceeded).Ran(1000, 1300), "elsewhere", "300"))
+		}
+		check("after four that declared an estimate", 1)
+		s.SetPod(pod(testPod("done-e").On("n1", corev1.PodSucceeded).Ran(1000, 1600), "research", "300"))
+		s.Snapshot() // records the completion
+		check("after five", 2)
+	}
+}

@@ -87,6 +87,12 @@ type Options struct {
 	// (core.Config.WeighLoss); gangs without a declared estimate are not
 	// weighed.
 	WeighLoss bool
+	// CorrectEstimates multiplies each declared estimate by its queue's
+	// factor: the median ratio of run time to declared estimate of those
+	// of the queue's latest 20 completed gangs that declared one, once 5
+	// have (core.EstimateFactor). Reservations, backfill, weighed
+	// evictions and the forecast then read the corrected estimate.
+	CorrectEstimates bool
 	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
 	// reclaiming gang.
 	ReclaimYoungerOnly bool
@@ -284,6 +290,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	// Releases are in the snapshot for reservations and forecasts.
 	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0 || opts.ForecastPeriod > 0, opts.Now
 	store.preempting, store.holdFailed = opts.Preemption, int64(opts.HoldFailedMember/time.Second)
+	store.correcting = opts.CorrectEstimates
 	var state string
 	if opts.StateNamespace != "" {
 		if state = stateName(opts.SchedulerNames); state == "" {

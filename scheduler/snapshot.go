@@ -46,9 +46,12 @@ type gangView struct {
 	allocated                               core.Vector
 	// estimate is how long the gang runs once started, in seconds; 0 when
 	// unknown (gangspec.go); estimateFromHistory: it is its queue's
-	// p90 run time.
-	estimate            int64
+	// p90 run time. declared is the estimate the gang declares (its
+	// PodGroup's estimatedRuntimeSeconds or the annotation), 0 if none;
+	// estimate is declared times its queue's factor when corrected.
+	estimate, declared  int64
 	estimateFromHistory bool
+	corrected           bool
 	// requiredLevel is the topology label the gang's minimum must fit in
 	// one domain of; gpuModel the value its nodes' GPU-model label must
 	// have; modelMissing that no node has it.
@@ -343,7 +346,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	s.snapshotPods(snap, order, asked) // podterms.go
 	snap.Holds = s.snapshotHolds(order, now)
 	for _, v := range completed {
-		s.recordCompletion(v.info, v.queue)
+		s.recordCompletion(v.info, v.queue, v.declared)
 	}
 	// The core breaks ties between releases by their order: make it the
 	// same whatever the order of the map of gangs.

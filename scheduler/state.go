@@ -53,6 +53,9 @@ type savedRun struct {
 	Gang    string `json:"gang,omitempty"`
 	Finish  int64  `json:"finish"`
 	Seconds int64  `json:"seconds"`
+	// Estimate is the estimate the gang declared, in seconds; absent if
+	// none.
+	Estimate int64 `json:"estimate,omitempty"`
 }
 
 // stateName is the ConfigMap's name for a scheduler serving names, or ""
@@ -82,7 +85,8 @@ func (s *Store) savedState() savedState {
 			if st.History == nil {
 				st.History = map[string][]savedRun{}
 			}
-			st.History[queue] = append(st.History[queue], savedRun{Gang: r.gangs[i], Finish: r.finish[i], Seconds: r.seconds[i]})
+			st.History[queue] = append(st.History[queue], savedRun{Gang: r.gangs[i], Finish: r.finish[i], Seconds: r.seconds[i],
+				Estimate: r.estimates[i]})
 		}
 	}
 	return st
@@ -117,7 +121,11 @@ func (s *Store) restore(st savedState) {
 		r := s.history[queue]
 		for _, run := range runs {
 			if run.Seconds > 0 && run.Seconds <= maxEstimate && !r.has(run.Gang) {
-				r.addGang(run.Gang, run.Finish, run.Seconds)
+				est := run.Estimate
+				if est < 0 || est > maxEstimate {
+					est = 0 // not a declared estimate: learn the run time alone
+				}
+				r.addGang(run.Gang, run.Finish, run.Seconds, est)
 			}
 		}
 	}

@@ -15,14 +15,16 @@ import (
 // is held. The state recorded then, restored into the store of a new
 // scheduler that lists the same pods, gives the same hold, so the greedy
 // pod does not take the room; and the queue's run times come back too,
-// without counting a gang twice when its finished pods are still listed.
+// without counting a gang twice when its finished pods are still listed,
+// with the estimates they declared (the queue's estimate factor).
 func TestStateSurvivesRestart(t *testing.T) {
 	old := trainStore(300)
 	old.SetPod(testPod("greedy").GPUs(4).Obj())
 	old.DeletePod("uid-train-0")
 	old.history["default"] = &runTimes{}
 	for i := range int64(6) {
-		old.history["default"].addGang("ns/done-"+string(rune('a'+i)), 100+i, 60*(i+1))
+		// Each ran twice its declared estimate.
+		old.history["default"].addGang("ns/done-"+string(rune('a'+i)), 100+i, 60*(i+1), 30*(i+1))
 	}
 	data, err := json.Marshal(old.savedState())
 	if err != nil {
@@ -51,6 +53,9 @@ func TestStateSurvivesRestart(t *testing.T) {
 	}
 	if p, q := old.history["default"].p90(), fresh.history["default"].p90(); p != q || p == 0 {
 		t.Errorf("p90 run time %d after the restart, %d before", q, p)
+	}
+	if f := fresh.history["default"].factor(); f != 2 {
+		t.Errorf("estimate factor %g after the restart, want 2", f)
 	}
 	fresh.restore(st) // restored twice: nothing counted twice
 	if n := len(fresh.history["default"].finish); n != 6 {

@@ -76,6 +76,9 @@ type Store struct {
 	// (they also do when a Queue sets reserveAfterSeconds, and for the
 	// forecast of the waiting gangs' starts).
 	reserving bool
+	// correcting: declared estimates are multiplied by their queue's
+	// factor (history.go; Options.CorrectEstimates).
+	correcting bool
 	// preempting: snapshots carry the running members of our gangs, the
 	// core's candidate victims (preemption.go).
 	preempting bool
@@ -103,10 +106,12 @@ type Store struct {
 	// touch any gang's view (a Queue's spec, a PriorityClass, namespace
 	// labels, workloads, volumes); a gang's own gen counts those of its
 	// members and its PodGroup; orderGen the rebuilds of the node order;
-	// historyGen, by queue, the run times learned.
+	// historyGen, by queue, the run times learned; factorGen, by queue, the
+	// changes of its estimate factor.
 	epoch      uint64
 	orderGen   uint64
 	historyGen map[string]uint64
+	factorGen  map[string]uint64
 	// confirmations counts the pods seen bound where the store had assumed
 	// them: news that changes no decision (Scheduler.loop).
 	confirmations int
@@ -223,6 +228,7 @@ func NewStore(schedulerNames []string) *Store {
 		owners:           newOwnerState(),
 		volumes:          newVolumeState(),
 		historyGen:       map[string]uint64{},
+		factorGen:        map[string]uint64{},
 
 		gpuModelLabel: DefaultGPUModelLabel,
 		now:           time.Now,

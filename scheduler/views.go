@@ -23,7 +23,9 @@ import (
 //   - everything any gang may read (Queues' specs, PriorityClasses, namespace
 //     labels, workloads, claims and volumes, restored state, a resource getting
 //     a dimension): Store.epoch;
-//   - its queue's run times, when its estimate comes from them: historyGen.
+//   - its queue's run times, when its estimate comes from them: historyGen;
+//     its queue's estimate factor, when its estimate is corrected by it:
+//     factorGen.
 // The parts of the snapshot built from a view (the core's gang, a running
 // gang's members, its releases) are rebuilt with it, and the latter two
 // also when the node order changes (they hold node indexes) or a refusal
@@ -34,6 +36,8 @@ type gangCache struct {
 	gen, epoch, history uint64 // what view was computed from
 	view                *gangView
 	fromHistory         bool // the estimate is the queue's p90 run time
+	corrected           bool // the estimate is corrected by the queue's factor
+	factors             uint64
 	// version counts the views computed; the parts below record the
 	// version and node order they were built from.
 	version uint64
@@ -80,13 +84,15 @@ func (s *Store) cached(g *gangInfo) *gangCache {
 		c = &gangCache{}
 		g.cache = c
 	}
-	if c.view != nil && c.gen == g.gen && c.epoch == s.epoch && (!c.fromHistory || c.history == s.historyGen[c.view.queue]) {
+	if c.view != nil && c.gen == g.gen && c.epoch == s.epoch && (!c.fromHistory || c.history == s.historyGen[c.view.queue]) &&
+		(!c.corrected || c.factors == s.factorGen[c.view.queue]) {
 		return c
 	}
 	v := s.view(g)
 	c.view, c.gen, c.epoch, c.version = v, g.gen, s.epoch, c.version+1
 	c.fromHistory = v.estimateFromHistory
 	c.history = s.historyGen[v.queue]
+	c.corrected, c.factors = v.corrected, s.factorGen[v.queue]
 	return c
 }
 

@@ -12,6 +12,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/phalanx-sched/phalanx/core"
 )
 
 // EstimateError turns a job's duration into the scheduler's estimate of it.
@@ -109,4 +111,50 @@ func (e EstimateError) estimate(id string, duration int64) int64 {
 	}
 	est := math.Round(float64(duration) * f)
 	return int64(min(max(est, 1), maxEstimate))
+}
+
+// queueEstimates corrects the estimates the scheduler gets as the
+// scheduler does (core.EstimateFactor; scheduler/history.go): per queue, the
+// ratios of run time to estimate of its latest completed jobs, and the
+// factor their median gives.
+type queueEstimates struct {
+	on     bool
+	ratios [][]float64 // by queue index, oldest first, at most core.EstimateSamples
+	factor []float64   // by queue index
+	// gen moves whenever a factor changes, so that the policy refreshes
+	// the estimates of the gangs it keeps.
+	gen uint64
+}
+
+func (q *queueEstimates) init(queues int, on bool) {
+	q.on = on
+	q.ratios = make([][]float64, queues)
+	q.factor = make([]float64, queues)
+	for i := range q.factor {
+		q.factor[i] = 1
+	}
+}
+
+// record adds a job of queue that ran ran seconds against an estimate of
+// estimate seconds.
+func (q *queueEstimates) record(queue int, estimate, ran int64) {
+	r, ok := core.EstimateRatio(estimate, ran)
+	if !q.on || !ok {
+		return
+	}
+	rs := append(q.ratios[queue], r)
+	if len(rs) > core.EstimateSamples {
+		rs = append(rs[:0], rs[1:]...)
+	}
+	q.ratios[queue] = rs
+	if f := core.EstimateFactor(rs); f != q.factor[queue] {
+		q.factor[queue] = f
+		q.gen++
+	}
+}
+
+// expected is the run time the scheduler expects of j: its estimate,
+// corrected by its queue's record.
+func (s *state) expected(j *job) int64 {
+	return core.CorrectEstimate(j.estimate, s.estimates.factor[j.queue], maxEstimate)
 }

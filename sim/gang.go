@@ -101,6 +101,9 @@ type gangOptions struct {
 	// holdFailed is how long a failed member's resources are held for its
 	// replacement, in seconds; 0: not at all.
 	holdFailed int64
+	// correctEstimates corrects each queue's estimates by its record
+	// (Options.NoEstimateCorrection).
+	correctEstimates bool
 	// wakeAfter lists waits after which the core treats a gang differently
 	// (it reserves, it reclaims): a gang still waiting after its first
 	// cycle gets a cycle at each, even if nothing else happens then.
@@ -127,6 +130,9 @@ type gangPolicy struct {
 	touched []*gangEntry
 	fresh   []*gangEntry      // arrived since the last cycle (wakeFresh)
 	said    map[string]string // last reason recorded per gang
+	// estimatesGen is the state's estimates.gen the gangs' estimates
+	// were last refreshed at.
+	estimatesGen uint64
 
 	preemptHolds []preemptHolds // in the order they were made
 	failHolds    []failHold     // in the order the members failed
@@ -210,7 +216,7 @@ func (g *gangPolicy) newEntry(j *job, n int) *gangEntry {
 		Priority:  j.spec.Priority,
 		MinMember: j.spec.MinMember,
 		Arrival:   j.spec.Submit,
-		Estimate:  j.estimate,
+		Estimate:  g.s.expected(j),
 		Bound:     j.placed,
 		Pending:   make([]core.Member, 0, n),
 	}
@@ -315,6 +321,16 @@ func (g *gangPolicy) cycle() error {
 		g.idle = false
 		g.wakeFresh()
 		return nil
+	}
+	if s.estimates.gen != g.estimatesGen {
+		// A queue's correction changed with a completion (so s.changed
+		// is set and the cycle runs).
+		g.estimatesGen = s.estimates.gen
+		for _, e := range g.entries {
+			if e != nil {
+				e.gang.Estimate = s.expected(e.job)
+			}
+		}
 	}
 	if g.opt.reserve {
 		rel := s.releases(g.spareReleases[:0])

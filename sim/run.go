@@ -63,6 +63,11 @@ type Options struct {
 	// EstimateError makes the run-time estimates the scheduler gets differ
 	// from the durations; the zero value keeps them exact.
 	EstimateError EstimateError
+	// NoEstimateCorrection, for the phalanx policy, gives the core the
+	// estimates as declared, rather than corrected by how the queue's
+	// latest completed jobs ran against theirs (core.EstimateFactor; on by
+	// default).
+	NoEstimateCorrection bool
 	// ForecastEvery, for the phalanx policy, forecasts every waiting
 	// gang's start as the scheduler does (core.Scheduler.Forecast over the
 	// cycle's snapshot, its default horizon of a week, cycles at least a
@@ -156,6 +161,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReclaimAfter)
 		}
 		gopt.holdFailed = orDefault(opt.HoldFailed, DefaultHoldFailed)
+		gopt.correctEstimates = !opt.NoEstimateCorrection
 		gopt.forecastEvery = max(opt.ForecastEvery, 0)
 	case PolicyFIFOGang:
 		cfg.Ordering = core.StrictFIFO
@@ -192,6 +198,7 @@ func run(w *workload.Workload, name string, sched cycler, gopt gangOptions, opt 
 	if err != nil {
 		return nil, err
 	}
+	s.estimates.on = gopt.correctEstimates
 	var p policy
 	if sched != nil {
 		p = newGangPolicy(s, sched, gopt)

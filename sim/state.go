@@ -102,8 +102,9 @@ type job struct {
 	// (Options.ForecastEvery), -1 if none was; fcStart the start it gave,
 	// -1 if none within its horizon.
 	fcAt, fcStart int64
-	// estimate is the run time the scheduler expects (Gang.Estimate); estEnd
-	// the end it expects while the job runs.
+	// estimate is the run time the job declares, which the scheduler
+	// corrects by its queue's record (state.expected); estEnd is start +
+	// estimate while the job runs, moved by pauses.
 	estimate, estEnd int64
 	// epoch moves whenever finish changes or the job stops, so that a
 	// completion timer of an earlier epoch is ignored.
@@ -174,6 +175,8 @@ type state struct {
 	lostGPUSeconds                 int64
 	failures                       int
 	replacementWaits               []int64
+
+	estimates queueEstimates
 }
 
 func newState(w *workload.Workload, opt Options) (*state, error) {
@@ -218,6 +221,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 		})
 	}
 	s.queueRunning = make([]int64, len(s.snap.Queues))
+	s.estimates.init(len(s.snap.Queues), false)
 	s.queueSampled = make([]int64, len(s.snap.Queues))
 	seen := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
@@ -458,6 +462,7 @@ func (s *state) complete(j *job) {
 	}
 	s.addRunning(j, -j.held)
 	s.held -= j.held
+	s.estimates.record(j.queue, j.estimate, s.now-j.start)
 	j.done = true
 	s.completed++
 	s.lastCompletion = s.now
@@ -637,8 +642,8 @@ func (s *state) sampleQueues() {
 }
 
 // releases appends to dst what every member on a node gives back when the
-// scheduler expects it to: a member of a running job at the job's estimated
-// end (start + estimate, moved by pauses; passed if the job overran it, as
+// scheduler expects it to: a member of a running job at the job's expected
+// end (start + expected run time, moved by pauses; passed if the job overran it, as
 // the scheduler gives it: the core decides what to expect of it), a
 // terminating member when its grace period ends. Members of paused jobs,
 // and of jobs without an estimate, are left out: their end is unknown.
@@ -647,7 +652,7 @@ func (s *state) releases(dst []core.Release) []core.Release {
 		j := &s.jobs[ji]
 		end := int64(0)
 		if j.running() && j.estimate > 0 {
-			end = j.estEnd
+			end = j.estEnd - j.estimate + s.expected(j)
 		}
 		for m := range j.members {
 			mem := &j.members[m]
@@ -695,7 +700,7 @@ func (s *state) runningGangs(dst []core.Running, placed []core.Placed) ([]core.R
 		j := &s.jobs[ji]
 		n := j.onNodes
 		dst = append(dst, core.Running{Gang: j.spec.ID, Queue: j.spec.Queue, Priority: j.spec.Priority,
-			MinMember: j.spec.MinMember, Arrival: j.spec.Submit, Estimate: j.estimate, Members: placed[k : k+n : k+n]})
+			MinMember: j.spec.MinMember, Arrival: j.spec.Submit, Estimate: s.expected(j), Members: placed[k : k+n : k+n]})
 		k += n
 	}
 	return dst, placed

@@ -27,10 +27,11 @@ func TestSharedFlagDefaults(t *testing.T) {
 	n := 1
 	c := config.Configuration{Scheduling: config.Scheduling{ReserveAfter: d, Reservations: &n, ShortestFirst: all(true),
 		Preemption: all(true), ReclaimAfter: d, ReclaimYoungerOnly: all(true), HoldFailedMember: d,
-		PreemptMinRuntime: d, ReclaimMinRuntime: d, WeighLoss: all(true), ReserveAfterBacklog: all(true)}}
+		PreemptMinRuntime: d, ReclaimMinRuntime: d, WeighLoss: all(true), ReserveAfterBacklog: all(true),
+		CorrectEstimates: all(true)}}
 	shared := c.FlagValues("simulate")
-	if len(shared) != 11 {
-		t.Fatalf("%d shared settings listed, want the 11 of Scheduling", len(shared))
+	if len(shared) != 12 {
+		t.Fatalf("%d shared settings listed, want the 12 of Scheduling", len(shared))
 	}
 	for _, v := range shared {
 		a, b := sched.Lookup(v.Flag), simu.Lookup(v.Flag)

@@ -75,6 +75,7 @@ type schedulerFlags struct {
 	preemptMin      time.Duration
 	reclaimMin      time.Duration
 	weighLoss       bool
+	correctEst      bool
 	reserveBacklog  bool
 	forecastPeriod  time.Duration
 	forecastHorizon time.Duration
@@ -168,6 +169,9 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.weighLoss, "weigh-loss", config.DefaultWeighLoss,
 		"evict only when the victims lose no more GPU time than the preemptor gains by starting before their\n"+
 			"estimated ends (gangs without a declared estimate are not weighed)")
+	fs.BoolVar(&f.correctEst, "correct-estimates", config.DefaultCorrectEstimates,
+		"multiply a gang's declared estimate by the median ratio of run time to declared estimate of its queue's\n"+
+			"latest 20 completed gangs that declared one (from 5 on)")
 	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
 		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")
 	fs.DurationVar(&f.holdFailed, "hold-failed-member", 5*time.Minute,
@@ -365,6 +369,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		GPUModelLabel: f.gpuModelLabel, Preemption: f.preemption, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
 		PreemptMinRuntime: f.preemptMin, ReclaimMinRuntime: f.reclaimMin, WeighLoss: f.weighLoss,
+		CorrectEstimates:    f.correctEst,
 		ReserveAfterBacklog: f.reserveBacklog, Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
 		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
 		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst,

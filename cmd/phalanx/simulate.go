@@ -52,7 +52,7 @@ type simulateFlags struct {
 	shortestFirst                         bool
 	gracePeriod, holdFailed, reclaimAfter time.Duration
 	preemptMinRuntime, reclaimMinRuntime  time.Duration
-	weighLoss                             bool
+	weighLoss, correctEstimates           bool
 	reserveAfterBacklog                   bool
 	estimateError, queueWeights           string
 	config                                string
@@ -61,7 +61,7 @@ type simulateFlags struct {
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reserve-after-backlog", "reservations", "shortest-first", "estimate-error", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
+	"policy", "reserve-after", "reserve-after-backlog", "reservations", "shortest-first", "estimate-error", "correct-estimates", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -95,6 +95,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx reclaims from a gang of another queue only once it has run `D` (0: at once)")
 	fs.BoolVar(&f.weighLoss, "weigh-loss", config.DefaultWeighLoss,
 		"phalanx evicts only when the victims lose no more GPU time than the preemptor gains by starting before their estimated ends")
+	fs.BoolVar(&f.correctEstimates, "correct-estimates", config.DefaultCorrectEstimates,
+		"phalanx multiplies a job's estimate by the median ratio of run time to estimate of its queue's latest 20 completed jobs")
 	fs.DurationVar(&f.gracePeriod, "grace-period", sim.DefaultGracePeriod*time.Second,
 		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
 	fs.DurationVar(&f.holdFailed, "hold-failed", sim.DefaultHoldFailed*time.Second,
@@ -220,6 +222,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	cfg.opt.Reservations = f.reservations
 	cfg.opt.ReclaimYoungerOnly = f.reclaimYoungerOnly
 	cfg.opt.NoWeighLoss = !f.weighLoss
+	cfg.opt.NoEstimateCorrection = !f.correctEstimates
 	cfg.opt.FixedReserveAfter = !f.reserveAfterBacklog
 	ee, err := sim.ParseEstimateError(f.estimateError)
 	if err != nil {

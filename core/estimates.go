@@ -1,0 +1,85 @@
+package core
+
+import (
+	"math"
+	"slices"
+)
+
+// Correcting declared estimates by what a queue's gangs actually ran.
+//
+// Reservations, backfill, weighed evictions and the forecast all read
+// Gang.Estimate and the releases built from it. Users' estimates are often
+// off by a factor that is the same for a whole team: a time limit padded
+// twice over, a benchmark run on faster GPUs. Backfilling with predictions
+// learned from a user's own past jobs rather than the user's estimates is
+// an old idea of batch scheduling (Tsafrir, Etsion and Feitelson,
+// "Backfilling using system-generated predictions rather than user runtime
+// estimates", IEEE TPDS 18(6), 2007). Here the drivers keep, per queue, the
+// ratio of run time to declared estimate of the queue's latest completed
+// gangs (EstimateSamples of them), and give the core each declared estimate
+// multiplied by their median (EstimateFactor). A queue whose estimates are
+// right on the whole keeps a factor near 1; a queue whose gangs all run
+// twice their estimate gets estimates twice as long.
+//
+// The median, not the mean: one gang that ran a hundred times its estimate
+// (it hung) moves the median of twenty by one place. The median of the
+// ratios rather than a fit of run time on estimate: a team's padding is a
+// factor, whatever the job's length.
+
+const (
+	// EstimateSamples is how many of a queue's latest completed gangs with
+	// a declared estimate the factor reads.
+	EstimateSamples = 20
+	// EstimateSamplesMin is how many it needs before it corrects anything.
+	EstimateSamplesMin = 5
+	// Bounds of the factor: a thousand times shorter or longer.
+	minEstimateFactor, maxEstimateFactor = 1e-3, 1e3
+)
+
+// EstimateRatio is the ratio EstimateFactor reads for a gang that ran ran
+// seconds against a declared estimate of estimate seconds; ok is false when
+// either is not positive, and the gang teaches nothing.
+func EstimateRatio(estimate, ran int64) (ratio float64, ok bool) {
+	if estimate <= 0 || ran <= 0 {
+		return 0, false
+	}
+	return float64(ran) / float64(estimate), true
+}
+
+// EstimateFactor is what declared estimates are multiplied by, given the
+// ratios (EstimateRatio) of a queue's latest completed gangs, in any order:
+// their median (for an even count, the geometric mean of the middle two, so
+// that ratios of 2 and 0.5 give 1), within [1/1000, 1000]; 1 when fewer
+// than EstimateSamplesMin are given. Only the last EstimateSamples should
+// be given. ratios is not modified.
+func EstimateFactor(ratios []float64) float64 {
+	n := len(ratios)
+	if n < EstimateSamplesMin {
+		return 1
+	}
+	var buf [EstimateSamples]float64
+	s := append(buf[:0], ratios...)
+	slices.Sort(s)
+	f := s[n/2]
+	if n%2 == 0 {
+		f = math.Sqrt(s[n/2-1] * s[n/2])
+	}
+	if math.IsNaN(f) {
+		return 1
+	}
+	return min(max(f, minEstimateFactor), maxEstimateFactor)
+}
+
+// CorrectEstimate is estimate times factor, rounded, at least 1 s and at
+// most limit; an estimate of 0 (unknown) stays 0, and a factor of 1 leaves
+// the estimate exactly as it was.
+func CorrectEstimate(estimate int64, factor float64, limit int64) int64 {
+	if estimate <= 0 || factor == 1 {
+		return estimate
+	}
+	c := math.Round(float64(estimate) * factor)
+	if c >= float64(limit) {
+		return limit
+	}
+	return max(int64(c), 1)
+}

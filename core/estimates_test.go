@@ -1,0 +1,64 @@
+package core
+
+import (
+	"math"
+	"testing"
+)
+
+func TestEstimateFactor(t *testing.T) {
+	ratios := func(rs ...float64) []float64 { return rs }
+	for _, tc := range []struct {
+		name   string
+		ratios []float64
+		want   float64
+	}{
+		{"none", nil, 1},
+		{"four, too few", ratios(2, 2, 2, 2), 1},
+		{"five, every gang ran twice its estimate", ratios(2, 2, 2, 2, 2), 2},
+		{"odd count: the middle one", ratios(5, 0.1, 1.5, 0.9, 3), 1.5},
+		{"even count: geometric mean of the middle two", ratios(0.5, 2, 0.1, 10, 0.2, 40), 1},
+		{"one gang hung: the median barely moves", ratios(0.5, 0.5, 0.5, 0.5, 0.5, 500), 0.5},
+		{"bounded above", ratios(1e6, 1e6, 1e6, 1e6, 1e6), 1e3},
+		{"bounded below", ratios(1e-6, 1e-6, 1e-6, 1e-6, 1e-6), 1e-3},
+	} {
+		in := append([]float64(nil), tc.ratios...)
+		if got := EstimateFactor(tc.ratios); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: factor %g, want %g", tc.name, got, tc.want)
+		}
+		for i := range in {
+			if in[i] != tc.ratios[i] {
+				t.Errorf("%s: the ratios were modified", tc.name)
+				break
+			}
+		}
+	}
+}
+
+func TestCorrectEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		est    int64
+		factor float64
+		limit  int64
+		want   int64
+	}{
+		{600, 1, 100, 600}, // a factor of 1 changes nothing, not even past the limit
+		{600, 2, 1 << 40, 1200},
+		{600, 0.5, 1 << 40, 300},
+		{0, 2, 1 << 40, 0},         // unknown stays unknown
+		{3, 0.001, 1 << 40, 1},     // at least a second
+		{1000, 0.0015, 1 << 40, 2}, // rounded
+		{1 << 39, 1000, 1 << 40, 1 << 40},
+	} {
+		if got := CorrectEstimate(tc.est, tc.factor, tc.limit); got != tc.want {
+			t.Errorf("CorrectEstimate(%d, %g, %d) = %d, want %d", tc.est, tc.factor, tc.limit, got, tc.want)
+		}
+	}
+	if r, ok := EstimateRatio(600, 1200); !ok || r != 2 {
+		t.Errorf("EstimateRatio(600, 1200) = %g, %v; want 2, true", r, ok)
+	}
+	for _, c := range [][2]int64{{0, 10}, {10, 0}, {-5, 10}} {
+		if _, ok := EstimateRatio(c[0], c[1]); ok {
+			t.Errorf("EstimateRatio(%d, %d) ok, want not", c[0], c[1])
+		}
+	}
+}
