@@ -338,6 +338,9 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 		pending, running := gangs(name)
 		s.metrics.QueuePendingGangs.WithLabelValues(name).Set(float64(pending))
 		s.metrics.QueueRunningGangs.WithLabelValues(name).Set(float64(running))
+		if s.store.correcting {
+			s.metrics.QueueEstimateFactor.WithLabelValues(name).Set(s.store.history[name].factor())
+		}
 		set := queueSeries{allocated: map[corev1.ResourceName]bool{}, deserved: map[corev1.ResourceName]bool{}}
 		for res, amount := range s.store.res.resourceList(q.Allocated) {
 			s.metrics.QueueAllocated.WithLabelValues(name, string(res)).Set(amount.AsApproximateFloat64())
@@ -354,6 +357,7 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 		if !ok {
 			s.metrics.QueuePendingGangs.DeleteLabelValues(name)
 			s.metrics.QueueRunningGangs.DeleteLabelValues(name)
+			s.metrics.QueueEstimateFactor.DeleteLabelValues(name)
 		}
 		for res := range old.allocated {
 			if !cur.allocated[res] {

@@ -50,6 +50,9 @@ type Metrics struct {
 	// QueueGPUSecondsLost the GPU time they had run, thrown away.
 	QueueEvictedPods    *prometheus.CounterVec
 	QueueGPUSecondsLost *prometheus.CounterVec
+	// QueueEstimateFactor is what the queue's declared estimates are
+	// multiplied by (history.go), when Options.CorrectEstimates is on.
+	QueueEstimateFactor *prometheus.GaugeVec
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -116,10 +119,16 @@ func NewMetrics() *Metrics {
 			Name: "phalanx_queue_preempted_gpu_seconds_total",
 			Help: "GPU time the queue's evicted pods had run when evicted for preemption or reclaim: work thrown away unless they checkpoint."},
 			[]string{"queue"}),
+		QueueEstimateFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_estimate_factor",
+			Help: "What the queue's declared run-time estimates are multiplied by: the median ratio of run time to declared " +
+				"estimate of the queue's latest completed gangs that declared one (1 until 5 have), after the latest cycle."},
+			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
 		m.UnreadableObjects, m.PodEventsSkipped, m.ForecastDuration,
 		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueStartForecastError, m.QueueEvictedPods, m.QueueGPUSecondsLost,
+		m.QueueEstimateFactor,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -61,8 +62,8 @@ func gathered(t *testing.T, m *Metrics, name string) []string {
 }
 
 // TestQueueMetrics: after cycles, each queue's pending and running gangs,
-// its allocated resources and its admission waits are exported, and a
-// queue that goes loses its series.
+// its allocated resources, its admission waits and its estimate factor are
+// exported, and a queue that goes loses its series.
 func TestQueueMetrics(t *testing.T) {
 	queueA := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "qa"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
 	queueB := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "qb"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
@@ -75,10 +76,14 @@ func TestQueueMetrics(t *testing.T) {
 		testPod("big-0").Group("big").GPUs(8).Obj(), testPod("big-1").Group("big").GPUs(8).Obj(),
 	}
 	m := NewMetrics()
-	s, err := New(Options{Now: func() time.Time { return time.Unix(110, 0) }}, fake.NewClientset(pods...),
+	s, err := New(Options{Now: func() time.Time { return time.Unix(110, 0) }, CorrectEstimates: true}, fake.NewClientset(pods...),
 		phalanxfake.NewSimpleClientset(queueA, queueB, fits, big), m, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	s.store.history["a"] = &runTimes{}
+	for i := range int64(5) { // a's latest gangs ran 1.5 times their estimates
+		s.store.history["a"].addGang(fmt.Sprintf("ns/done-%d", i), i, 300, 200)
 	}
 	s.store.SetNode(testNode("n0", 8))
 	s.store.SetQueue(queueA)
@@ -107,11 +112,13 @@ func TestQueueMetrics(t *testing.T) {
 		"queue=b,resource=nvidia.com/gpu 4")
 	// fits arrived with its PodGroup at 50 and was placed at 110.
 	check("phalanx_queue_admission_wait_seconds", "queue=a count 1 sum 60")
+	check("phalanx_queue_estimate_factor", "queue=a 1.5", "queue=b 1")
 
 	s.store.DeleteQueue("b")
 	s.cycle(ctx)
 	check("phalanx_queue_pending_gangs", "queue=a 0")
 	check("phalanx_queue_running_gangs", "queue=a 1")
+	check("phalanx_queue_estimate_factor", "queue=a 1.5")
 }
 
 // TestEvictionMetrics: the pods of a gang evicted for preemption count
@@ -185,6 +192,7 @@ func registeredMetrics(t *testing.T) []string {
 	m.QueueStartForecastError.WithLabelValues("x", "y")
 	m.QueueEvictedPods.WithLabelValues("x", "y")
 	m.QueueGPUSecondsLost.WithLabelValues("x")
+	m.QueueEstimateFactor.WithLabelValues("x")
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
