@@ -261,7 +261,8 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 	if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.PodGroupUnschedulable); cond != nil &&
 		cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "reserved for gang") {
 		fmt.Fprintln(out, "Reserved nodes: nodes reserved for another gang are open to this one only if its estimated run time "+
-			"(spec.estimatedRuntimeSeconds, or the annotation phalanx.dev/estimated-runtime) ends before that gang's expected start")
+			"(spec.estimatedRuntimeSeconds, or the annotation phalanx.dev/estimated-runtime, times its queue's estimate factor, "+
+			"the metric phalanx_queue_estimate_factor) ends before that gang's expected start")
 	}
 	if len(st.Conditions) > 0 {
 		fmt.Fprintln(out, "Conditions:")
