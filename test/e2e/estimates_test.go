@@ -1,0 +1,84 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
+	"github.com/phalanx-sched/phalanx/scheduler"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestEstimateCorrection: five gangs of a queue declare 2 s and run about
+// 4 s each. Their queue's estimate factor, exported as
+// phalanx_queue_estimate_factor, becomes the median of their ratios, about
+// 2. Gang first then declares 20 s and runs; gang big, reserved behind it,
+// is expected to start at first's start plus 20 s times the factor, not
+// plus the 20 s declared.
+func TestEstimateCorrection(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("est", 1).GPUs(8))
+	one := int32(1)
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1, ReserveAfterSeconds: &one})
+	metrics := startSchedulerMetrics(t, scheduler.Options{CorrectEstimates: true})
+
+	var done []*job
+	for i := range 5 {
+		done = append(done, e.create(gang(fmt.Sprintf("done-%d", i)).Members(1).GPUs(1).Queue(queue).Estimate(2).RunFor("4s")))
+	}
+	for _, j := range done {
+		e.eventually(time.Minute, j.name+" succeeds", e.inPhase(j, corev1.PodSucceeded))
+	}
+	var factor float64
+	e.eventually(30*time.Second, "the queue's estimate factor is exported", func(context.Context) error {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			return err
+		}
+		for _, f := range families {
+			if f.GetName() != "phalanx_queue_estimate_factor" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == queue {
+					factor = m.GetGauge().GetValue()
+				}
+			}
+		}
+		// Each ran 4 s, give or take the second the API's times are
+		// rounded to, against 2 s declared.
+		if factor < 1.5 || factor > 3 {
+			return fmt.Errorf("factor %g for queue %s, want about 2", factor, queue)
+		}
+		return nil
+	})
+
+	first := e.create(gang("first").Members(1).GPUs(8).Queue(queue).Estimate(20).RunFor("40s"))
+	e.eventually(30*time.Second, "first runs", e.running(first))
+	pods, err := e.pods(e.ctx, first)
+	if err != nil || pods[0].Status.StartTime == nil {
+		t.Fatalf("first's pod has no start time: %v", err)
+	}
+	corrected := core.CorrectEstimate(20, factor, math.MaxInt64)
+	expected := pods[0].Status.StartTime.Add(time.Duration(corrected) * time.Second).UTC().Format(time.RFC3339)
+
+	e.create(gang("big").Members(1).GPUs(8).Queue(queue).RunFor("1s"))
+	e.eventually(30*time.Second, fmt.Sprintf("big is expected to start %d s after first started (20 s declared, times %g)", corrected, factor),
+		func(ctx context.Context) error {
+			pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "big", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if at := pg.Status.ExpectedStartTime; at == nil || at.UTC().Format(time.RFC3339) != expected {
+				return fmt.Errorf("expectedStartTime %v, want %s", at, expected)
+			}
+			return nil
+		})
+}
