@@ -25,6 +25,15 @@ import (
 // (it hung) moves the median of twenty by one place. The median of the
 // ratios rather than a fit of run time on estimate: a team's padding is a
 // factor, whatever the job's length.
+//
+// The factor follows the median only when the median has moved away from
+// it by more than EstimateFactorBand. Noise around right estimates moves
+// the median of twenty by a few tenths either way, and more when shortest
+// estimate first starts the underestimated gangs sooner, so that the
+// latest completions lean one way; a quarter either way matters little to
+// a reservation. And each change makes the scheduler derive every gang of
+// the queue again (half a second at 150,000 pods in one queue:
+// BenchmarkScaleCycleEstimateFactor).
 
 const (
 	// EstimateSamples is how many of a queue's latest completed gangs with
@@ -32,6 +41,9 @@ const (
 	EstimateSamples = 20
 	// EstimateSamplesMin is how many it needs before it corrects anything.
 	EstimateSamplesMin = 5
+	// EstimateFactorBand: the factor moves to the median only when the
+	// median is more than this many times it, or less than its inverse.
+	EstimateFactorBand = 1.25
 	// Bounds of the factor: a thousand times shorter or longer.
 	minEstimateFactor, maxEstimateFactor = 1e-3, 1e3
 )
@@ -47,12 +59,14 @@ func EstimateRatio(estimate, ran int64) (ratio float64, ok bool) {
 }
 
 // EstimateFactor is what declared estimates are multiplied by, given the
-// ratios (EstimateRatio) of a queue's latest completed gangs, in any order:
-// their median (for an even count, the geometric mean of the middle two, so
-// that ratios of 2 and 0.5 give 1), within [1/1000, 1000]; 1 when fewer
-// than EstimateSamplesMin are given. Only the last EstimateSamples should
-// be given. ratios is not modified.
-func EstimateFactor(ratios []float64) float64 {
+// ratios (EstimateRatio) of a queue's latest completed gangs, in any order,
+// and the factor so far (1 at first): their median (for an even count, the
+// geometric mean of the middle two, so that ratios of 2 and 0.5 give 1),
+// within [1/1000, 1000], unless it lies within EstimateFactorBand of the
+// factor so far, which then stays; 1 when fewer than EstimateSamplesMin
+// are given. Only the last EstimateSamples should be given. ratios is not
+// modified.
+func EstimateFactor(ratios []float64, current float64) float64 {
 	n := len(ratios)
 	if n < EstimateSamplesMin {
 		return 1
@@ -67,7 +81,11 @@ func EstimateFactor(ratios []float64) float64 {
 	if math.IsNaN(f) {
 		return 1
 	}
-	return min(max(f, minEstimateFactor), maxEstimateFactor)
+	f = min(max(f, minEstimateFactor), maxEstimateFactor)
+	if current > 0 && f < current*EstimateFactorBand && f*EstimateFactorBand > current {
+		return current
+	}
+	return f
 }
 
 // CorrectEstimate is estimate times factor, rounded, at least 1 s and at

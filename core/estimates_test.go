@@ -8,21 +8,26 @@ import (
 func TestEstimateFactor(t *testing.T) {
 	ratios := func(rs ...float64) []float64 { return rs }
 	for _, tc := range []struct {
-		name   string
-		ratios []float64
-		want   float64
+		name    string
+		ratios  []float64
+		current float64
+		want    float64
 	}{
-		{"none", nil, 1},
-		{"four, too few", ratios(2, 2, 2, 2), 1},
-		{"five, every gang ran twice its estimate", ratios(2, 2, 2, 2, 2), 2},
-		{"odd count: the middle one", ratios(5, 0.1, 1.5, 0.9, 3), 1.5},
-		{"even count: geometric mean of the middle two", ratios(0.5, 2, 0.1, 10, 0.2, 40), 1},
-		{"one gang hung: the median barely moves", ratios(0.5, 0.5, 0.5, 0.5, 0.5, 500), 0.5},
-		{"bounded above", ratios(1e6, 1e6, 1e6, 1e6, 1e6), 1e3},
-		{"bounded below", ratios(1e-6, 1e-6, 1e-6, 1e-6, 1e-6), 1e-3},
+		{"none", nil, 2, 1},
+		{"within a quarter of the factor so far: it stays", ratios(1.2, 1.2, 1.2, 1.2, 1.2), 1, 1},
+		{"within a quarter below: it stays", ratios(1.7, 1.7, 1.7, 1.7, 1.7), 2, 2},
+		{"more than a quarter over: it follows", ratios(1.3, 1.3, 1.3, 1.3, 1.3), 1, 1.3},
+		{"more than a quarter under: it follows", ratios(1.5, 1.5, 1.5, 1.5, 1.5), 2, 1.5},
+		{"four, too few", ratios(2, 2, 2, 2), 1, 1},
+		{"five, every gang ran twice its estimate", ratios(2, 2, 2, 2, 2), 1, 2},
+		{"odd count: the middle one", ratios(5, 0.1, 1.5, 0.9, 3), 1, 1.5},
+		{"even count: geometric mean of the middle two", ratios(0.5, 2, 0.1, 10, 0.2, 40), 1, 1},
+		{"one gang hung: the median barely moves", ratios(0.5, 0.5, 0.5, 0.5, 0.5, 500), 1, 0.5},
+		{"bounded above", ratios(1e6, 1e6, 1e6, 1e6, 1e6), 1, 1e3},
+		{"bounded below", ratios(1e-6, 1e-6, 1e-6, 1e-6, 1e-6), 1, 1e-3},
 	} {
 		in := append([]float64(nil), tc.ratios...)
-		if got := EstimateFactor(tc.ratios); math.Abs(got-tc.want) > 1e-12 {
+		if got := EstimateFactor(tc.ratios, tc.current); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: factor %g, want %g", tc.name, got, tc.want)
 		}
 		for i := range in {

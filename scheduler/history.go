@@ -62,7 +62,7 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
 			n++
 		}
 	}
-	r.f = core.EstimateFactor(ratios[:n])
+	r.f = core.EstimateFactor(ratios[:n], r.factor())
 }
 
 // factor is what the queue's declared estimates are multiplied by: the

@@ -165,3 +165,32 @@ func BenchmarkScaleBindingCycle(b *testing.B) {
 		s.cycle(ctx)
 	}
 }
+
+// BenchmarkScaleCycleEstimateFactor: a cycle when every gang declares an
+// estimate and the queue's estimate factor changed since the previous
+// cycle (a completion moved its median), so that every view, release and
+// running gang of the queue is computed again; "unchanged" is the same
+// cluster with the factor as it was, for comparison.
+func BenchmarkScaleCycleEstimateFactor(b *testing.B) {
+	for _, change := range []bool{false, true} {
+		name := map[bool]string{false: "unchanged", true: "changed"}[change]
+		b.Run(name, func(b *testing.B) {
+			s, _ := scaleScheduler(b, Options{Preemption: true, ReserveAfter: time.Minute, CorrectEstimates: true}, false)
+			for _, p := range s.store.pods {
+				pod := p.pod.DeepCopy()
+				pod.Annotations = map[string]string{AnnotationEstimatedRuntime: "1h"}
+				s.store.SetPod(pod)
+			}
+			ctx := context.Background()
+			s.cycle(ctx)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if change {
+					// What recordCompletion does when the factor moves.
+					s.store.factorGen[v1alpha1.DefaultQueue]++
+				}
+				s.cycle(ctx)
+			}
+		})
+	}
+}

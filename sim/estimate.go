@@ -147,7 +147,7 @@ func (q *queueEstimates) record(queue int, estimate, ran int64) {
 		rs = append(rs[:0], rs[1:]...)
 	}
 	q.ratios[queue] = rs
-	if f := core.EstimateFactor(rs); f != q.factor[queue] {
+	if f := core.EstimateFactor(rs, q.factor[queue]); f != q.factor[queue] {
 		q.factor[queue] = f
 		q.gen++
 	}
