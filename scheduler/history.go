@@ -65,9 +65,10 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
 	r.f = core.EstimateFactor(ratios[:n], r.factor())
 }
 
-// factor is what the queue's declared estimates are multiplied by: the
-// median ratio of run time to declared estimate of those of its latest
-// gangs that declared one, 1 when fewer than core.EstimateSamplesMin did.
+// factor is what the queue's declared estimates are multiplied by
+// (core.EstimateFactor over the ratios of run time to declared estimate of
+// those of its latest gangs that declared one): 1 when fewer than
+// core.EstimateSamplesMin did.
 func (r *runTimes) factor() float64 {
 	if r == nil || r.f == 0 {
 		return 1

@@ -122,7 +122,8 @@ func NewMetrics() *Metrics {
 		QueueEstimateFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "phalanx_queue_estimate_factor",
 			Help: "What the queue's declared run-time estimates are multiplied by: the median ratio of run time to declared " +
-				"estimate of the queue's latest completed gangs that declared one (1 until 5 have), after the latest cycle."},
+				"estimate of the queue's latest completed gangs that declared one, followed when it moves more than a quarter away " +
+				"(1 until 5 have), after the latest cycle."},
 			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,

@@ -90,7 +90,8 @@ type Options struct {
 	// CorrectEstimates multiplies each declared estimate by its queue's
 	// factor: the median ratio of run time to declared estimate of those
 	// of the queue's latest 20 completed gangs that declared one, once 5
-	// have (core.EstimateFactor). Reservations, backfill, weighed
+	// have, followed when it moves more than a quarter away
+	// (core.EstimateFactor). Reservations, backfill, weighed
 	// evictions and the forecast then read the corrected estimate.
 	CorrectEstimates bool
 	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
