@@ -69,8 +69,8 @@ const (
 	// gains.
 	DefaultWeighLoss = true
 	// DefaultCorrectEstimates: declared run-time estimates are multiplied
-	// by how the queue's latest gangs ran against theirs (the median ratio;
-	// core.EstimateFactor).
+	// by how the queue's latest gangs ran against theirs (the median ratio,
+	// followed when it moves more than a quarter away; core.EstimateFactor).
 	DefaultCorrectEstimates = true
 )
 
