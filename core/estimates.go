@@ -37,8 +37,10 @@ import (
 
 const (
 	// EstimateSamples is how many of a queue's latest completed gangs with
-	// a declared estimate the factor reads.
-	EstimateSamples = 20
+	// a declared estimate the factor reads. Fifty rather than twenty: on
+	// Philly with noisy estimates (noise=0.5) the factors moved half as
+	// often (docs/evaluation.md).
+	EstimateSamples = 50
 	// EstimateSamplesMin is how many it needs before it corrects anything.
 	EstimateSamplesMin = 5
 	// EstimateFactorBand: the factor moves to the median only when the

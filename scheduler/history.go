@@ -17,8 +17,11 @@ import (
 // finished pods its informers list, once per gang.
 
 const (
-	// historySize is how many of a queue's latest completed gangs count.
+	// historySize is how many of a queue's latest completed gangs are
+	// kept: the estimate factor reads all of them, the p90 run time the
+	// latest p90Size.
 	historySize = core.EstimateSamples
+	p90Size     = 20
 	// historyMin is how many must have completed before they are trusted.
 	historyMin = 5
 )
@@ -50,7 +53,7 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
 	}
 	r.p = 0
 	if len(r.seconds) >= historyMin {
-		sorted := slices.Clone(r.seconds)
+		sorted := slices.Clone(r.seconds[max(len(r.seconds)-p90Size, 0):])
 		slices.Sort(sorted)
 		r.p = sorted[(9*len(sorted)+9)/10-1]
 	}
@@ -81,8 +84,8 @@ func (r *runTimes) has(gang string) bool {
 	return r != nil && gang != "" && slices.Contains(r.gangs, gang)
 }
 
-// p90 is the 90th percentile (nearest rank) of the run times, or 0 when
-// fewer than historyMin are known. A nil *runTimes knows none.
+// p90 is the 90th percentile (nearest rank) of the latest p90Size run
+// times, or 0 when fewer than historyMin are known. A nil *runTimes knows none.
 func (r *runTimes) p90() int64 {
 	if r == nil {
 		return 0

@@ -31,17 +31,18 @@ func TestRunTimesP90(t *testing.T) {
 	if got := r.p90(); got != 500 {
 		t.Errorf("5 gangs of 100..500 s: p90 %d, want 500", got)
 	}
-	// 30 more: only the latest 20 finishes count, run times 1100..3000 s.
-	for i := int64(6); i <= 35; i++ {
+	// 55 more: the p90 reads only the latest 20 finishes, run times
+	// 4100..6000 s; 50 are kept, for the estimate factor.
+	for i := int64(6); i <= 60; i++ {
 		r.add(i, i*100)
 	}
-	if got := r.p90(); got != 3300 {
-		t.Errorf("latest 20 of 1600..3500 s: p90 %d, want 3300", got)
+	if got, n := r.p90(), len(r.seconds); got != 5800 || n != historySize {
+		t.Errorf("latest 20 of 4100..6000 s: p90 %d over %d kept, want 5800 over %d", got, n, historySize)
 	}
 	// A gang that finished before all of them is dropped at once.
 	r.add(0, 1_000_000)
-	if got, n := r.p90(), len(r.seconds); got != 3300 || n != historySize {
-		t.Errorf("after an old finish: p90 %d over %d, want 3300 over %d", got, n, historySize)
+	if got, n := r.p90(), len(r.seconds); got != 5800 || n != historySize {
+		t.Errorf("after an old finish: p90 %d over %d, want 5800 over %d", got, n, historySize)
 	}
 }
 

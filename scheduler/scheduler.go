@@ -89,7 +89,7 @@ type Options struct {
 	WeighLoss bool
 	// CorrectEstimates multiplies each declared estimate by its queue's
 	// factor: the median ratio of run time to declared estimate of those
-	// of the queue's latest 20 completed gangs that declared one, once 5
+	// of the queue's latest 50 completed gangs that declared one, once 5
 	// have, followed when it moves more than a quarter away
 	// (core.EstimateFactor). Reservations, backfill, weighed
 	// evictions and the forecast then read the corrected estimate.

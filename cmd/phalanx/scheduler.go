@@ -171,7 +171,7 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"estimated ends (gangs without a declared estimate are not weighed)")
 	fs.BoolVar(&f.correctEst, "correct-estimates", config.DefaultCorrectEstimates,
 		"multiply a gang's declared estimate by the median ratio of run time to declared estimate of its queue's\n"+
-			"latest 20 completed gangs that declared one (from 5 on; the factor follows the median when it moves more\n"+
+			"latest 50 completed gangs that declared one (from 5 on; the factor follows the median when it moves more\n"+
 			"than a quarter away)")
 	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
 		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")
