@@ -13,7 +13,6 @@ import (
 	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestEstimateCorrection: five gangs of a queue declare 2 s and run about
@@ -71,14 +70,5 @@ func TestEstimateCorrection(t *testing.T) {
 
 	e.create(gang("big").Members(1).GPUs(8).Queue(queue).RunFor("1s"))
 	e.eventually(30*time.Second, fmt.Sprintf("big is expected to start %d s after first started (20 s declared, times %g)", corrected, factor),
-		func(ctx context.Context) error {
-			pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "big", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if at := pg.Status.ExpectedStartTime; at == nil || at.UTC().Format(time.RFC3339) != expected {
-				return fmt.Errorf("expectedStartTime %v, want %s", at, expected)
-			}
-			return nil
-		})
+		e.expectedStart("big", expected))
 }

@@ -42,16 +42,7 @@ func TestReservationWithBackfill(t *testing.T) {
 		e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionTrue, "2 node(s) reserved", expected),
 		e.podGroupCondition("big", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue,
 			"2 node(s) reserved for it; expected to start at "+expected)))
-	e.eventually(10*time.Second, "big's status.expectedStartTime is its reservation's start", func(ctx context.Context) error {
-		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "big", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if at := pg.Status.ExpectedStartTime; at == nil || at.UTC().Format(time.RFC3339) != expected {
-			return fmt.Errorf("expectedStartTime %v, want %s", at, expected)
-		}
-		return nil
-	})
+	e.eventually(10*time.Second, "big's status.expectedStartTime is its reservation's start", e.expectedStart("big", expected))
 	e.eventually(10*time.Second, "an Event on big's PodGroup gives its reservation",
 		e.eventOn("big", string(corev1.PodReasonUnschedulable), "2 node(s) reserved for it", "expected to start at "+expected))
 

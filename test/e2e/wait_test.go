@@ -220,6 +220,21 @@ func (e *env) podGroupPhase(name string, phase v1alpha1.PodGroupPhase) check {
 	}
 }
 
+// expectedStart: the PodGroup's status.expectedStartTime is want, an
+// RFC 3339 time in UTC.
+func (e *env) expectedStart(name, want string) check {
+	return func(ctx context.Context) error {
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if at := pg.Status.ExpectedStartTime; at == nil || at.UTC().Format(time.RFC3339) != want {
+			return fmt.Errorf("PodGroup %s: expectedStartTime %v, want %s", name, at, want)
+		}
+		return nil
+	}
+}
+
 // podGroupCondition: the PodGroup has condition typ with status, and its
 // message contains every one of words.
 func (e *env) podGroupCondition(name, typ string, status metav1.ConditionStatus, words ...string) check {
