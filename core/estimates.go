@@ -22,13 +22,13 @@ import (
 // twice their estimate gets estimates twice as long.
 //
 // The median, not the mean: one gang that ran a hundred times its estimate
-// (it hung) moves the median of twenty by one place. The median of the
+// (it hung) moves the median of fifty by one place. The median of the
 // ratios rather than a fit of run time on estimate: a team's padding is a
 // factor, whatever the job's length.
 //
 // The factor follows the median only when the median has moved away from
 // it by more than EstimateFactorBand. Noise around right estimates moves
-// the median of twenty by a few tenths either way, and more when shortest
+// the median by a tenth or more either way, and more when shortest
 // estimate first starts the underestimated gangs sooner, so that the
 // latest completions lean one way; a quarter either way matters little to
 // a reservation. And each change makes the scheduler derive every gang of
@@ -38,7 +38,7 @@ import (
 const (
 	// EstimateSamples is how many of a queue's latest completed gangs with
 	// a declared estimate the factor reads. Fifty rather than twenty: on
-	// Philly with noisy estimates (noise=0.5) the factors moved half as
+	// Philly with noisy estimates (noise=0.5) the factors moved a third as
 	// often (docs/evaluation.md).
 	EstimateSamples = 50
 	// EstimateSamplesMin is how many it needs before it corrects anything.
