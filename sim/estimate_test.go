@@ -191,3 +191,48 @@ func TestEstimatesCorrectedByQueue(t *testing.T) {
 		}
 	}
 }
+
+// releasesSeen records the releases of every cycle.
+type releasesSeen struct {
+	at       []int64
+	releases [][]core.Release
+}
+
+func (r *releasesSeen) RunCycle(snap *core.Snapshot, now int64) (core.Plan, core.Diagnostics) {
+	r.at = append(r.at, now)
+	r.releases = append(r.releases, append([]core.Release(nil), snap.Releases...))
+	if now == 0 {
+		return core.Plan{Binds: []core.Bind{{Gang: "long", Member: "long-w-0", Node: "n-0"}}}, core.Diagnostics{}
+	}
+	return core.Plan{}, core.Diagnostics{}
+}
+
+// The core is told when members are expected to end by the estimate, not by
+// the duration: start + estimate, passed once the job has run past it, as
+// the scheduler tells it (the core then expects it to run as long again).
+func TestReleasesFollowEstimates(t *testing.T) {
+	w := newWorkload().
+		pool("n", 1, gpus(1), cpu(4)).
+		job("long", at(0), runs(1000), task("w", 1, gpus(1))).
+		job("probe1", at(100), runs(10), task("w", 1, gpus(1))).
+		job("probe2", at(700), runs(10), task("w", 1, gpus(1))).
+		build()
+	seen := &releasesSeen{}
+	if _, err := run(w, "fake", seen, gangOptions{reserve: true}, Options{EstimateError: EstimateError{Factor: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int64{100: 500, 700: 500}
+	for i, at := range seen.at {
+		wantAt, ok := want[at]
+		if !ok {
+			continue
+		}
+		if len(seen.releases[i]) != 1 || seen.releases[i][0].At != wantAt {
+			t.Errorf("releases at %d s: %+v, want one at %d s", at, seen.releases[i], wantAt)
+		}
+		delete(want, at)
+	}
+	if len(want) > 0 {
+		t.Errorf("no cycle at %v", want)
+	}
+}
