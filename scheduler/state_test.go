@@ -84,3 +84,36 @@ func TestStateIgnoresUnreadableAmounts(t *testing.T) {
 		t.Errorf("restored %v", s.holds)
 	}
 }
+
+// FuzzRestoreState: whatever JSON the state ConfigMap holds, restoring it
+// neither panics nor leaves a queue's history longer than historySize, its
+// run times or estimates out of range, or its estimate factor outside the
+// bounds core.EstimateFactor keeps.
+func FuzzRestoreState(f *testing.F) {
+	f.Add(`{"history":{"default":[{"gang":"ns/a","finish":100,"seconds":60,"estimate":30}]}}`)
+	f.Add(`{"history":{"q":[{"finish":1,"seconds":9223372036854775807,"estimate":-5},{"finish":-3,"seconds":1,"estimate":1}]}}`)
+	f.Add(`{"holds":{"ns/train":[{"node":"a","amount":{"nvidia.com/gpu":"2"},"until":99999}]}}`)
+	f.Fuzz(func(t *testing.T, data string) {
+		var st savedState
+		if json.Unmarshal([]byte(data), &st) != nil {
+			return
+		}
+		s := trainStore(300)
+		s.restore(st)
+		for queue, r := range s.history {
+			if n := len(r.seconds); n > historySize || n != len(r.estimates) || n != len(r.finish) || n != len(r.gangs) {
+				t.Fatalf("queue %s: %d run times, %d estimates, %d finishes, %d gangs (at most %d)", queue, n,
+					len(r.estimates), len(r.finish), len(r.gangs), historySize)
+			}
+			for i, secs := range r.seconds {
+				if secs <= 0 || secs > maxEstimate || r.estimates[i] < 0 || r.estimates[i] > maxEstimate {
+					t.Fatalf("queue %s: run time %d, estimate %d restored", queue, secs, r.estimates[i])
+				}
+			}
+			if f := r.factor(); !(f >= 1e-3 && f <= 1e3) {
+				t.Fatalf("queue %s: estimate factor %g", queue, f)
+			}
+		}
+		s.Snapshot() // and the store still builds a snapshot
+	})
+}
