@@ -150,7 +150,7 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 		}
 		v.estimate, v.declared = est, est
 		if s.correcting && est > 0 {
-			v.estimate, v.corrected = core.CorrectEstimate(est, s.history[v.queue].factor(), maxEstimate), true
+			v.estimate = core.CorrectEstimate(est, s.history[v.queue].factor(), maxEstimate)
 		}
 	default:
 		v.estimate = deadlineEstimate(g)

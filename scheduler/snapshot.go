@@ -48,10 +48,10 @@ type gangView struct {
 	// unknown (gangspec.go); estimateFromHistory: it is its queue's
 	// p90 run time. declared is the estimate the gang declares (its
 	// PodGroup's estimatedRuntimeSeconds or the annotation), 0 if none;
-	// estimate is declared times its queue's factor when corrected.
+	// estimate is declared times its queue's factor when the store
+	// corrects estimates.
 	estimate, declared  int64
 	estimateFromHistory bool
-	corrected           bool
 	// requiredLevel is the topology label the gang's minimum must fit in
 	// one domain of; gpuModel the value its nodes' GPU-model label must
 	// have; modelMissing that no node has it.

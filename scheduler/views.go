@@ -92,7 +92,7 @@ func (s *Store) cached(g *gangInfo) *gangCache {
 	c.view, c.gen, c.epoch, c.version = v, g.gen, s.epoch, c.version+1
 	c.fromHistory = v.estimateFromHistory
 	c.history = s.historyGen[v.queue]
-	c.corrected, c.factors = v.corrected, s.factorGen[v.queue]
+	c.corrected, c.factors = s.correcting && v.declared > 0, s.factorGen[v.queue]
 	return c
 }
 

@@ -126,8 +126,7 @@ type queueEstimates struct {
 	gen uint64
 }
 
-func (q *queueEstimates) init(queues int, on bool) {
-	q.on = on
+func (q *queueEstimates) init(queues int) {
 	q.ratios = make([][]float64, queues)
 	q.factor = make([]float64, queues)
 	for i := range q.factor {

@@ -221,7 +221,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 		})
 	}
 	s.queueRunning = make([]int64, len(s.snap.Queues))
-	s.estimates.init(len(s.snap.Queues), false)
+	s.estimates.init(len(s.snap.Queues)) // Run turns it on for the phalanx policy
 	s.queueSampled = make([]int64, len(s.snap.Queues))
 	seen := make(map[string]bool, len(w.Jobs))
 	for i := range w.Jobs {
