@@ -148,10 +148,7 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 			}
 			problems = append(problems, fmt.Sprintf("%s: %v", from, err))
 		}
-		v.estimate, v.declared = est, est
-		if s.correcting && est > 0 {
-			v.estimate = core.CorrectEstimate(est, s.history[v.queue].factor(), maxEstimate)
-		}
+		v.estimate, v.declared = s.correctEstimate(v.queue, est), est
 	default:
 		v.estimate = deadlineEstimate(g)
 		if v.estimate == 0 {
@@ -181,6 +178,16 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 	if len(problems) > 0 && v.invalid == "" {
 		v.invalid = strings.Join(problems, "; ")
 	}
+}
+
+// correctEstimate is the estimate a gang of queue that declares declared
+// runs by: declared times the queue's factor when the store corrects
+// estimates, declared otherwise (0 stays 0: no estimate).
+func (s *Store) correctEstimate(queue string, declared int64) int64 {
+	if !s.correcting || declared <= 0 {
+		return declared
+	}
+	return core.CorrectEstimate(declared, s.history[queue].factor(), maxEstimate)
 }
 
 // deadlineEstimate is the smallest activeDeadlineSeconds of g's members, or

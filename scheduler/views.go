@@ -23,13 +23,15 @@ import (
 //   - everything any gang may read (Queues' specs, PriorityClasses, namespace
 //     labels, workloads, claims and volumes, restored state, a resource getting
 //     a dimension): Store.epoch;
-//   - its queue's run times, when its estimate comes from them: historyGen;
-//     its queue's estimate factor, when its estimate is corrected by it:
-//     factorGen.
+//   - its queue's run times, when its estimate comes from them: historyGen.
+// Its queue's estimate factor, when its estimate is corrected by it
+// (factorGen), changes the view's estimate alone: the view is copied with
+// the estimate corrected again rather than computed.
 // The parts of the snapshot built from a view (the core's gang, a running
 // gang's members, its releases) are rebuilt with it, and the latter two
-// also when the node order changes (they hold node indexes) or a refusal
-// to evict one of its members expires.
+// also when its estimate is corrected again, when the node order changes
+// (they hold node indexes) or when a refusal to evict one of its members
+// expires; the core's gang takes the estimate as it is copied.
 
 // gangCache is what the latest snapshot computed for a gang.
 type gangCache struct {
@@ -38,23 +40,24 @@ type gangCache struct {
 	fromHistory         bool // the estimate is the queue's p90 run time
 	corrected           bool // the estimate is corrected by the queue's factor
 	factors             uint64
-	// version counts the views computed; the parts below record the
-	// version and node order they were built from.
-	version uint64
+	// version counts the views computed, estimates the estimates
+	// corrected again in a view otherwise unchanged; the parts below record
+	// the versions and node order they were built from.
+	version, estimates uint64
 
 	gang        *core.Gang // the core's gang, for a gang with waiting members
 	gangVersion uint64
 	gangBuilt   bool
 	asked       bool // a pending member asks about the pods on nodes
 
-	running              core.Running // as a candidate victim
-	hasRunning, runBuilt bool
-	runVersion, runOrder uint64
-	runUntil             int64 // a refusal to evict a member ends: rebuild then (0: none)
+	running                      core.Running // as a candidate victim
+	hasRunning, runBuilt         bool
+	runVersion, runEst, runOrder uint64
+	runUntil                     int64 // a refusal to evict a member ends: rebuild then (0: none)
 
-	releases             []core.Release
-	relBuilt             bool
-	relVersion, relOrder uint64
+	releases                     []core.Release
+	relBuilt                     bool
+	relVersion, relEst, relOrder uint64
 }
 
 // touch records that the gang key changed.
@@ -84,8 +87,18 @@ func (s *Store) cached(g *gangInfo) *gangCache {
 		c = &gangCache{}
 		g.cache = c
 	}
-	if c.view != nil && c.gen == g.gen && c.epoch == s.epoch && (!c.fromHistory || c.history == s.historyGen[c.view.queue]) &&
-		(!c.corrected || c.factors == s.factorGen[c.view.queue]) {
+	if c.view != nil && c.gen == g.gen && c.epoch == s.epoch && (!c.fromHistory || c.history == s.historyGen[c.view.queue]) {
+		if !c.corrected || c.factors == s.factorGen[c.view.queue] {
+			return c
+		}
+		// Only the queue's factor moved: the view is the same but for
+		// its estimate, and computing it again was most of the cycle
+		// after a move at 150,000 pods.
+		// The core's gang takes its estimate when it is copied (gangOf);
+		// releases and running members are rebuilt (estimates).
+		v := *c.view
+		v.estimate = s.correctEstimate(v.queue, v.declared)
+		c.view, c.estimates, c.factors = &v, c.estimates+1, s.factorGen[v.queue]
 		return c
 	}
 	v := s.view(g)
@@ -99,9 +112,9 @@ func (s *Store) cached(g *gangInfo) *gangCache {
 // releasesOf returns what g's members give back when it is expected to end
 // (Store.releases), rebuilt only when the view or the node order changed.
 func (s *Store) releasesOf(c *gangCache, g *gangInfo, order []string) []core.Release {
-	if !c.relBuilt || c.relVersion != c.version || c.relOrder != s.orderGen {
+	if !c.relBuilt || c.relVersion != c.version || c.relEst != c.estimates || c.relOrder != s.orderGen {
 		c.releases = s.releases(c.releases[:0], g, c.view.queue, c.view.estimate, order)
-		c.relBuilt, c.relVersion, c.relOrder = true, c.version, s.orderGen
+		c.relBuilt, c.relVersion, c.relEst, c.relOrder = true, c.version, c.estimates, s.orderGen
 	}
 	return c.releases
 }
@@ -110,9 +123,9 @@ func (s *Store) releasesOf(c *gangCache, g *gangInfo, order []string) []core.Rel
 // when the view or the node order changed, or a refusal to evict one of its
 // members ran out.
 func (s *Store) runningOf(c *gangCache, g *gangInfo, order []string, now int64) (core.Running, bool) {
-	if !c.runBuilt || c.runVersion != c.version || c.runOrder != s.orderGen || c.runUntil != 0 && now >= c.runUntil {
+	if !c.runBuilt || c.runVersion != c.version || c.runEst != c.estimates || c.runOrder != s.orderGen || c.runUntil != 0 && now >= c.runUntil {
 		c.running, c.hasRunning = s.running(g, c.view, order, now)
-		c.runBuilt, c.runVersion, c.runOrder = true, c.version, s.orderGen
+		c.runBuilt, c.runVersion, c.runEst, c.runOrder = true, c.version, c.estimates, s.orderGen
 		c.runUntil = 0
 		for _, p := range g.members {
 			if until := s.refused[p.pod.UID]; until > now && (c.runUntil == 0 || until < c.runUntil) {
@@ -150,5 +163,6 @@ func (s *Store) gangOf(c *gangCache, key string) (*core.Gang, bool) {
 		c.gang, c.asked, c.gangBuilt, c.gangVersion = cg, asked, true, c.version
 	}
 	cg := *c.gang
+	cg.Estimate = v.estimate // corrected again since it was built, when the queue's factor moved
 	return &cg, c.asked
 }
