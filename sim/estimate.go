@@ -8,8 +8,10 @@ package sim
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,6 +69,74 @@ func ParseEstimateError(s string) (EstimateError, error) {
 		return EstimateError{Noise: sigma}, nil
 	}
 	return EstimateError{}, fmt.Errorf("sim: estimate error %q: %s", s, forms)
+}
+
+// ParseEstimateErrors parses --estimate-error: one form of
+// ParseEstimateError for every queue, or a comma-separated list of forms,
+// each but one prefixed with the queue it applies to and a colon; the one
+// without a queue applies to the others (exact if there is none):
+//
+//	x2                       every queue pads its estimates twice over
+//	team-a:x2,team-b:x0.5    team-a pads, team-b halves, the others are exact
+//	noise=0.5,team-a:x2      team-a pads, the others are noisy
+//
+// It returns the others' error and the queues' own. Whether the queues
+// exist is for the run to check (Run).
+func ParseEstimateErrors(s string) (EstimateError, map[string]EstimateError, error) {
+	var (
+		def     EstimateError
+		hasDef  bool
+		byQueue map[string]EstimateError
+	)
+	items := strings.Split(s, ",")
+	for _, item := range items {
+		if item == "" && len(items) > 1 {
+			return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: an empty item between commas", s)
+		}
+		queue, form, named := strings.Cut(item, ":")
+		if !named {
+			if hasDef {
+				return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: %q and another form apply to every queue; prefix all but one with a queue and a colon, such as team-a:x2", s, item)
+			}
+			e, err := ParseEstimateError(item)
+			if err != nil {
+				return EstimateError{}, nil, err
+			}
+			def, hasDef = e, true
+			continue
+		}
+		if queue == "" {
+			return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: %q names no queue before its colon", s, item)
+		}
+		if _, dup := byQueue[queue]; dup {
+			return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: queue %q is given twice", s, queue)
+		}
+		e, err := ParseEstimateError(form)
+		if err != nil {
+			return EstimateError{}, nil, fmt.Errorf("sim: estimate error of queue %q: %s", queue, strings.TrimPrefix(err.Error(), "sim: "))
+		}
+		if byQueue == nil {
+			byQueue = map[string]EstimateError{}
+		}
+		byQueue[queue] = e
+	}
+	return def, byQueue, nil
+}
+
+// FormatEstimateErrors returns the form ParseEstimateErrors reads, the
+// queues in order of name.
+func FormatEstimateErrors(def EstimateError, byQueue map[string]EstimateError) string {
+	if len(byQueue) == 0 {
+		return def.String()
+	}
+	var items []string
+	if def != (EstimateError{}) {
+		items = append(items, def.String())
+	}
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
+		items = append(items, q+":"+byQueue[q].String())
+	}
+	return strings.Join(items, ",")
 }
 
 // parseFinite parses a plain decimal number: no sign other than a leading

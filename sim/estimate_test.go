@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/phalanx-sched/phalanx/core"
 )
 
@@ -234,5 +235,84 @@ func TestReleasesFollowEstimates(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("no cycle at %v", want)
+	}
+}
+
+func TestParseEstimateErrors(t *testing.T) {
+	good := []struct {
+		in      string
+		def     EstimateError
+		byQueue map[string]EstimateError
+		printed string
+	}{
+		{"", EstimateError{}, nil, "exact"},
+		{"x2", EstimateError{Factor: 2}, nil, "x2"},
+		{"team-a:x2,team-b:x0.5", EstimateError{}, map[string]EstimateError{"team-a": {Factor: 2}, "team-b": {Factor: 0.5}}, "team-a:x2,team-b:x0.5"},
+		{"team-b:x0.5,noise=0.5,team-a:exact", EstimateError{Noise: 0.5}, map[string]EstimateError{"team-a": {}, "team-b": {Factor: 0.5}}, "noise=0.5,team-a:exact,team-b:x0.5"},
+	}
+	for _, c := range good {
+		def, byQueue, err := ParseEstimateErrors(c.in)
+		if err != nil || def != c.def || !cmp.Equal(byQueue, c.byQueue) {
+			t.Errorf("ParseEstimateErrors(%q) = %+v, %+v, %v; want %+v, %+v", c.in, def, byQueue, err, c.def, c.byQueue)
+		}
+		if got := FormatEstimateErrors(def, byQueue); got != c.printed {
+			t.Errorf("FormatEstimateErrors of %q = %q, want %q", c.in, got, c.printed)
+		}
+	}
+	bad := map[string]string{
+		"x2,x3":         `"x3" and another form apply to every queue`,
+		"a:x2,a:x3":     `queue "a" is given twice`,
+		":x2":           "names no queue",
+		"a:half":        `estimate error of queue "a": estimate error "half": want exact`,
+		"a:x2,,":        "an empty item",
+		"a:x0":          "from 0.001 to 1000",
+		"a:x2,b:noise=": "the noise must be a number",
+	}
+	for in, want := range bad {
+		_, _, err := ParseEstimateErrors(in)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "sim: ") {
+			t.Errorf("ParseEstimateErrors(%q) error %v, want one containing %q", in, err, want)
+		}
+	}
+}
+
+// FuzzParseEstimateErrors: the parser never panics, and what it accepts
+// prints back to itself.
+func FuzzParseEstimateErrors(f *testing.F) {
+	for _, s := range []string{"", "x2", "a:x2,b:x0.5", "noise=0.5,a:x2", "a:x2,a:x3", ":x2", "a:,", "a:b:x2", ",", "x2,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		def, byQueue, err := ParseEstimateErrors(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "sim: estimate error") {
+				t.Errorf("error %q does not say what it is about", err)
+			}
+			return
+		}
+		printed := FormatEstimateErrors(def, byQueue)
+		def2, byQueue2, err := ParseEstimateErrors(printed)
+		if err != nil || def2 != def || !cmp.Equal(byQueue, byQueue2, cmpopts.EquateEmpty()) {
+			t.Errorf("%q parses to %+v, %+v, printed %q, which parses to %+v, %+v, %v", s, def, byQueue, printed, def2, byQueue2, err)
+		}
+	})
+}
+
+// Each queue's jobs get their own queue's estimate error, the others the
+// default; a queue the workload lacks is an error that names it.
+func TestQueueEstimateErrors(t *testing.T) {
+	w := newWorkload().pool("n", 1, gpus(8)).queue("a", 1).queue("b", 1).
+		job("a1", inQueue("a"), runs(1000), task("w", 1, gpus(1))).
+		job("b1", inQueue("b"), runs(1000), task("w", 1, gpus(1))).build()
+	s, err := newState(w, Options{EstimateError: EstimateError{Factor: 0.5}, QueueEstimateErrors: map[string]EstimateError{"a": {Factor: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := s.jobs[0].estimate, s.jobs[1].estimate; a != 2000 || b != 500 {
+		t.Errorf("estimates of a1, b1 = %d, %d; want 2000 (queue a: x2), 500 (the others: x0.5)", a, b)
+	}
+	_, err = newState(w, Options{QueueEstimateErrors: map[string]EstimateError{"c": {Factor: 2}}})
+	if err == nil || !strings.Contains(err.Error(), `queue "c": the workload has no such queue (its queues: a, b)`) {
+		t.Errorf("unknown queue: error %v", err)
 	}
 }

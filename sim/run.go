@@ -63,6 +63,10 @@ type Options struct {
 	// EstimateError makes the run-time estimates the scheduler gets differ
 	// from the durations; the zero value keeps them exact.
 	EstimateError EstimateError
+	// QueueEstimateErrors, by queue name, replaces EstimateError for the
+	// jobs of those queues (ParseEstimateErrors); each must be a queue of
+	// the workload.
+	QueueEstimateErrors map[string]EstimateError
 	// NoEstimateCorrection, for the phalanx policy, gives the core the
 	// estimates as declared, rather than corrected by how the queue's
 	// latest completed jobs ran against theirs (core.EstimateFactor; on by
@@ -132,6 +136,14 @@ func Run(w *workload.Workload, policy string, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	return run(w, policy, s, gopt, opt)
+}
+
+// estimateError returns the estimate error of queue's jobs.
+func (o Options) estimateError(queue string) EstimateError {
+	if e, ok := o.QueueEstimateErrors[queue]; ok {
+		return e
+	}
+	return o.EstimateError
 }
 
 // gangPolicyConfig returns the core configuration of a gang policy and how

@@ -29,6 +29,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/workload"
@@ -220,6 +223,11 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 			Name: q.Name, Weight: q.Weight, Capability: capability, Guarantee: guarantee, NoReclaim: q.NoReclaim, StrictOrder: q.StrictOrder,
 		})
 	}
+	for _, q := range slices.Sorted(maps.Keys(opt.QueueEstimateErrors)) {
+		if _, ok := s.queueIx[q]; !ok {
+			return nil, fmt.Errorf("sim: estimate error of queue %q: the workload has no such queue (its queues: %s)", q, queueNames(w, 10))
+		}
+	}
 	s.queueRunning = make([]int64, len(s.snap.Queues))
 	s.estimates.init(len(s.snap.Queues)) // Run turns it on for the phalanx policy
 	s.queueSampled = make([]int64, len(s.snap.Queues))
@@ -240,7 +248,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 			}
 		}
 		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1, firstStart: -1, fcAt: -1, fcStart: -1,
-			estimate: opt.EstimateError.estimate(spec.ID, spec.Duration)}
+			estimate: opt.estimateError(spec.Queue).estimate(spec.ID, spec.Duration)}
 		if len(spec.Failures) > 0 {
 			s.jobs[i].failed = make([]bool, len(spec.Failures))
 		}
@@ -704,4 +712,17 @@ func (s *state) runningGangs(dst []core.Running, placed []core.Placed) ([]core.R
 		k += n
 	}
 	return dst, placed
+}
+
+// queueNames lists the names of w's first max queues, for messages.
+func queueNames(w *workload.Workload, max int) string {
+	var names []string
+	for i := range w.Queues {
+		if i == max {
+			names = append(names, fmt.Sprintf("and %d more", len(w.Queues)-max))
+			break
+		}
+		names = append(names, w.Queues[i].Name)
+	}
+	return strings.Join(names, ", ")
 }

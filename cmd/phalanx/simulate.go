@@ -83,7 +83,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
 		"phalanx starts the gangs of a queue shortest estimate first (by arrival when false)")
 	fs.StringVar(&f.estimateError, "estimate-error", "exact",
-		"run-time estimates the scheduler gets, from the durations: `E` is exact, x0.5 (half: underestimates), x2, or noise=0.5 (duration x exp(N(0, 0.5)), seeded by job)")
+		"run-time estimates the scheduler gets, from the durations: `E` is exact, x0.5 (half: underestimates), x2, or noise=0.5 (duration x exp(N(0, 0.5)), seeded by job); "+
+			"per queue, a comma-separated list such as team-a:x2,team-b:x0.5 (a form without a queue applies to the others)")
 	fs.BoolVar(&f.preemption, "preemption", true, "phalanx preempts lower-priority gangs of a queue and reclaims from queues over their share")
 	fs.DurationVar(&f.reclaimAfter, "reclaim-after", sim.DefaultReclaimAfter*time.Second,
 		"phalanx lets a gang reclaim from queues over their share only once it has waited `D` (0: at once)")
@@ -225,11 +226,11 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	cfg.opt.NoWeighLoss = !f.weighLoss
 	cfg.opt.NoEstimateCorrection = !f.correctEstimates
 	cfg.opt.FixedReserveAfter = !f.reserveAfterBacklog
-	ee, err := sim.ParseEstimateError(f.estimateError)
+	ee, byQueue, err := sim.ParseEstimateErrors(f.estimateError)
 	if err != nil {
 		return cfg, usagef("--estimate-error: %s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
-	cfg.opt.EstimateError = ee
+	cfg.opt.EstimateError, cfg.opt.QueueEstimateErrors = ee, byQueue
 	switch {
 	case set["trace"] && set["scenario"]:
 		return cfg, usagef("--trace and --scenario are exclusive: give one input")
