@@ -67,3 +67,29 @@ func TestCorrectEstimate(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkFactor(t *testing.T) {
+	n := func(v ...int64) []int64 { return v }
+	for _, tc := range []struct {
+		name     string
+		est, ran []int64
+		factor   float64
+		want     float64
+	}{
+		{"exact: exactly 1", n(100, 200, 300, 400, 500), n(100, 200, 300, 400, 500), 1, 1},
+		{"four, too few", n(100, 100, 100, 100), n(50, 50, 50, 50), 1, 1},
+		{"sums, not ratios: the long gang weighs most", n(100, 100, 100, 100, 1000), n(200, 200, 200, 200, 200), 1, 1000.0 / 1400},
+		{"over the corrected estimates", n(100, 100, 100, 100, 100), n(300, 300, 300, 300, 300), 2, 1.5},
+		{"corrected right: 1", n(100, 100, 100, 100, 100), n(300, 300, 300, 300, 300), 3, 1},
+		{"pairs without an estimate or a run time are skipped", n(100, 0, 100, 100, 100, 100, -5), n(50, 50, 0, 50, 50, 50, 50), 1, 1},
+		{"skipped to four: too few", n(100, 0, 100, 100, 100), n(50, 50, 50, 50, 50), 1, 1},
+		{"bounded above", n(1, 1, 1, 1, 1), n(1e7, 1e7, 1e7, 1e7, 1e7), 1, 1e3},
+		{"bounded below", n(1e7, 1e7, 1e7, 1e7, 1e7), n(1, 1, 1, 1, 1), 1, 1e-3},
+		{"no factor: 1", n(100, 100, 100, 100, 100), n(50, 50, 50, 50, 50), 0, 1},
+		{"ran shorter than estimates", n(100, 100, 100, 100, 100), n(50, 50, 50, 50, 50), 1, 0.5},
+	} {
+		if got := WorkFactor(tc.est, tc.ran, tc.factor); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: work factor %g, want %g", tc.name, got, tc.want)
+		}
+	}
+}

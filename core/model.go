@@ -199,6 +199,12 @@ type Queue struct {
 	// reserved for it at once, without waiting for the reservation
 	// threshold (reserve.go).
 	StrictOrder bool
+	// WorkFactor multiplies the estimates of the queue's waiting gangs
+	// where the reservation threshold sums them (the backlog, reserve.go):
+	// how much its gangs ran, in sum, against their estimates (WorkFactor,
+	// estimates.go). 0 counts as 1. It applies to every gang of the queue
+	// with an estimate.
+	WorkFactor float64
 }
 
 // Member is one pod of a gang that is waiting for a node.

@@ -111,7 +111,7 @@ func (c *cycle) reserve(schedulable Vector) {
 			head = false
 			wait := after
 			if !own && bl.per > 0 {
-				wait = max(after, bl.without(g, qs.wants[i]))
+				wait = max(after, bl.without(g, qs.wants[i], qs.q.WorkFactor))
 			}
 			if !isHead && (wait <= 0 || c.now-g.Arrival < wait) {
 				if wait > 0 {
@@ -212,7 +212,7 @@ func (c *cycle) reserve(schedulable Vector) {
 
 // backlog is the work of the waiting gangs that have an estimate, in open
 // queues: what each asks of the accelerator (of CPU without one) times its
-// estimate.
+// estimate, times its queue's WorkFactor.
 type backlog struct {
 	dim  int
 	work float64 // can pass 2^63 in resource-seconds: CPU in millicores
@@ -233,26 +233,30 @@ func (c *cycle) backlog(schedulable Vector) backlog {
 			continue // its gangs do not run, whatever waits
 		}
 		for i, g := range qs.gangs {
-			b.work += b.of(g, qs.wants[i])
+			b.work += b.of(g, qs.wants[i], qs.q.WorkFactor)
 		}
 	}
 	return b
 }
 
-// of is g's part of the backlog; want is what g needs (queueState.wants).
-func (b *backlog) of(g *Gang, want Vector) float64 {
+// of is g's part of the backlog; want is what g needs (queueState.wants),
+// wf its queue's WorkFactor.
+func (b *backlog) of(g *Gang, want Vector, wf float64) float64 {
 	if g.Bound >= g.MinMember || g.Estimate <= 0 {
 		return 0
 	}
-	return float64(want[b.dim]) * float64(g.Estimate)
+	if !(wf > 0) || math.IsInf(wf, 0) {
+		wf = 1
+	}
+	return float64(want[b.dim]) * float64(g.Estimate) * wf
 }
 
 // without returns how long, in seconds, the schedulable nodes need to run
 // the backlog but for g's own part: about how long g would still wait, past
 // the running gangs' ends, if gangs ran in arrival order and g had arrived
 // now.
-func (b *backlog) without(g *Gang, want Vector) int64 {
-	w := max(b.work-b.of(g, want), 0)
+func (b *backlog) without(g *Gang, want Vector, wf float64) int64 {
+	w := max(b.work-b.of(g, want, wf), 0)
 	return int64(min(w/b.per, float64(math.MaxInt64/2)))
 }
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -400,6 +401,25 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 	s.Gangs[len(s.Gangs)-1].Queue = "closed"
 	if _, diag = runAt(t, s, cfg, 500); !reserved(diag) {
 		t.Errorf("with later in a closed queue big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
+	}
+	// A queue whose gangs ran half their estimates, in sum, counts half
+	// its work: 437.5 s.
+	for _, wf := range []float64{0.5, 1, 0, math.NaN(), math.Inf(1)} {
+		s = snap()
+		if len(s.Queues) != 1 {
+			t.Fatalf("%d queues, want the default one", len(s.Queues))
+		}
+		s.Queues[0].WorkFactor = wf
+		ready := int64(875) // 0, NaN and infinity count as 1
+		if wf == 0.5 {
+			ready = 437
+		}
+		if _, diag = runAt(t, s, cfg, ready-1); reserved(diag) {
+			t.Errorf("work factor %g: at %d s, before the backlog's %d s, big has a reservation", wf, ready-1, ready)
+		}
+		if _, diag = runAt(t, s, cfg, ready); !reserved(diag) {
+			t.Errorf("work factor %g: at %d s big has no reservation: %q", wf, ready, pendingOf(diag)["big"].Message)
+		}
 	}
 }
 

@@ -340,6 +340,7 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 		s.metrics.QueueRunningGangs.WithLabelValues(name).Set(float64(running))
 		if s.store.correcting {
 			s.metrics.QueueEstimateFactor.WithLabelValues(name).Set(s.store.history[name].factor())
+			s.metrics.QueueWorkFactor.WithLabelValues(name).Set(s.store.history[name].workFactor())
 		}
 		set := queueSeries{allocated: map[corev1.ResourceName]bool{}, deserved: map[corev1.ResourceName]bool{}}
 		for res, amount := range s.store.res.resourceList(q.Allocated) {
@@ -358,6 +359,7 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 			s.metrics.QueuePendingGangs.DeleteLabelValues(name)
 			s.metrics.QueueRunningGangs.DeleteLabelValues(name)
 			s.metrics.QueueEstimateFactor.DeleteLabelValues(name)
+			s.metrics.QueueWorkFactor.DeleteLabelValues(name)
 		}
 		for res := range old.allocated {
 			if !cur.allocated[res] {

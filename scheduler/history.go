@@ -11,7 +11,8 @@ import (
 // The run times of each queue's recent gangs estimate how long a gang of
 // that queue runs when nothing better is known, and correct the estimates
 // its gangs declare: with their declared estimates, they give the factor
-// by which those are multiplied (core.EstimateFactor). The scheduler keeps
+// by which those are multiplied (core.EstimateFactor), and the one by which
+// the backlog multiplies them (core.WorkFactor, core.Queue.WorkFactor). The scheduler keeps
 // them in memory and records them in its state ConfigMap (state.go), from
 // which a new leader restores them; it also learns them again from the
 // finished pods its informers list, once per gang.
@@ -34,6 +35,7 @@ type runTimes struct {
 	gangs                      []string
 	p                          int64   // p90, kept up to date by addGang
 	f                          float64 // the estimate factor, kept up to date by addGang
+	w                          float64 // the work factor, kept up to date by addGang
 }
 
 // add records a gang that finished at finish (Unix seconds) after running
@@ -66,6 +68,17 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
 		}
 	}
 	r.f = core.EstimateFactor(ratios[:n], r.factor())
+	r.w = core.WorkFactor(r.estimates, r.seconds, r.f)
+}
+
+// workFactor is what the backlog multiplies the queue's estimates by
+// (core.WorkFactor over its latest gangs that declared an estimate): 1 when
+// fewer than core.EstimateSamplesMin did.
+func (r *runTimes) workFactor() float64 {
+	if r == nil || r.w == 0 {
+		return 1
+	}
+	return r.w
 }
 
 // factor is what the queue's declared estimates are multiplied by

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -161,6 +162,8 @@ func TestEstimateCorrection(t *testing.T) {
 		s.now = func() time.Time { return time.Unix(5000, 0) }
 		s.reserving, s.correcting = true, correcting
 		s.SetNode(testNode("n1", 8))
+		s.SetQueue(testQueue("research"))
+		s.SetQueue(testQueue("elsewhere"))
 		pod := func(b *podBuilder, queue, estimate string) *corev1.Pod {
 			p := b.Obj()
 			p.Annotations = map[string]string{AnnotationQueue: queue}
@@ -196,5 +199,29 @@ func TestEstimateCorrection(t *testing.T) {
 		s.SetPod(pod(testPod("done-e").On("n1", corev1.PodSucceeded).Ran(1000, 1600), "research", "300"))
 		s.Snapshot() // records the completion
 		check("after five", 2)
+		// A sixth ran four times its estimate: the median, hence the
+		// factor, stays 2, but in sum the queue's gangs ran 4,200 s
+		// against 3,600 s of corrected estimates, which the backlog
+		// counts (core.WorkFactor).
+		s.SetPod(pod(testPod("done-f").On("n1", corev1.PodSucceeded).Ran(1000, 2200), "research", "300"))
+		s.Snapshot() // records the completion
+		check("after six", 2)
+		snap, _ := s.Snapshot()
+		want := map[string]float64{"research": 4200.0 / 3600, "elsewhere": 1} // elsewhere: four, too few
+		if !correcting {
+			want = map[string]float64{"research": 0, "elsewhere": 0}
+		}
+		found := 0
+		for _, q := range snap.Queues {
+			if w, ok := want[q.Name]; ok {
+				found++
+				if math.Abs(q.WorkFactor-w) > 1e-12 {
+					t.Errorf("correcting %v: queue %s's work factor %g, want %g", correcting, q.Name, q.WorkFactor, w)
+				}
+			}
+		}
+		if found != 2 {
+			t.Errorf("correcting %v: %d of the queues research and elsewhere in the snapshot, want both", correcting, found)
+		}
 	}
 }

@@ -53,6 +53,10 @@ type Metrics struct {
 	// QueueEstimateFactor is what the queue's declared estimates are
 	// multiplied by (history.go), when Options.CorrectEstimates is on.
 	QueueEstimateFactor *prometheus.GaugeVec
+	// QueueWorkFactor is what the backlog multiplies the queue's
+	// estimates by (history.go, core.WorkFactor), when
+	// Options.CorrectEstimates is on.
+	QueueWorkFactor *prometheus.GaugeVec
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -125,11 +129,16 @@ func NewMetrics() *Metrics {
 				"estimate of the queue's latest completed gangs that declared one, followed when it moves more than a quarter away " +
 				"(1 until 5 have), after the latest cycle."},
 			[]string{"queue"}),
+		QueueWorkFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_work_factor",
+			Help: "What the reservation threshold multiplies the queue's corrected estimates by where it sums them (the backlog): " +
+				"the run times of the same latest completed gangs over their corrected estimates, in sum (1 until 5 have), after the latest cycle."},
+			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
 		m.UnreadableObjects, m.PodEventsSkipped, m.ForecastDuration,
 		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueStartForecastError, m.QueueEvictedPods, m.QueueGPUSecondsLost,
-		m.QueueEstimateFactor,
+		m.QueueEstimateFactor, m.QueueWorkFactor,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -408,6 +408,9 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		if r := q.Spec.ReserveAfterSeconds; r != nil && *r > 0 {
 			cq.ReserveAfter = int64(*r)
 		}
+		if s.correcting {
+			cq.WorkFactor = s.history[name].workFactor()
+		}
 		cq.PreemptMinRuntime = minRuntime(q.Spec.PreemptMinRuntimeSeconds)
 		cq.ReclaimMinRuntime = minRuntime(q.Spec.ReclaimMinRuntimeSeconds)
 		snap.Queues = append(snap.Queues, cq)

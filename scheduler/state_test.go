@@ -57,6 +57,9 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if f := fresh.history["default"].factor(); f != 2 {
 		t.Errorf("estimate factor %g after the restart, want 2", f)
 	}
+	if w, was := fresh.history["default"].workFactor(), old.history["default"].workFactor(); w != was {
+		t.Errorf("work factor %g after the restart, %g before", w, was)
+	}
 	fresh.restore(st) // restored twice: nothing counted twice
 	if n := len(fresh.history["default"].finish); n != 6 {
 		t.Errorf("%d run times after restoring twice; want 6", n)
@@ -112,6 +115,9 @@ func FuzzRestoreState(f *testing.F) {
 			}
 			if f := r.factor(); !(f >= 1e-3 && f <= 1e3) {
 				t.Fatalf("queue %s: estimate factor %g", queue, f)
+			}
+			if w := r.workFactor(); !(w >= 1e-3 && w <= 1e3) {
+				t.Fatalf("queue %s: work factor %g", queue, w)
 			}
 		}
 		s.Snapshot() // and the store still builds a snapshot

@@ -184,42 +184,54 @@ func (e EstimateError) estimate(id string, duration int64) int64 {
 }
 
 // queueEstimates corrects the estimates the scheduler gets as the
-// scheduler does (core.EstimateFactor; scheduler/history.go): per queue, the
-// ratios of run time to estimate of its latest completed jobs, and the
-// factor their median gives.
+// scheduler does (core.EstimateFactor, core.WorkFactor;
+// scheduler/history.go): per queue, the estimates and run times of its
+// latest completed jobs, the factor the median of their ratios gives, and
+// the work factor of their sums.
 type queueEstimates struct {
-	on     bool
-	ratios [][]float64 // by queue index, oldest first, at most core.EstimateSamples
-	factor []float64   // by queue index
+	on bool
+	// est and ran, by queue index, oldest first, at most
+	// core.EstimateSamples, for jobs with both positive.
+	est, ran [][]int64
+	factor   []float64 // by queue index
+	work     []float64 // by queue index
 	// gen moves whenever a factor changes, so that the policy refreshes
 	// the estimates of the gangs it keeps.
 	gen uint64
 }
 
 func (q *queueEstimates) init(queues int) {
-	q.ratios = make([][]float64, queues)
+	q.est = make([][]int64, queues)
+	q.ran = make([][]int64, queues)
 	q.factor = make([]float64, queues)
+	q.work = make([]float64, queues)
 	for i := range q.factor {
-		q.factor[i] = 1
+		q.factor[i], q.work[i] = 1, 1
 	}
 }
 
 // record adds a job of queue that ran ran seconds against an estimate of
 // estimate seconds.
 func (q *queueEstimates) record(queue int, estimate, ran int64) {
-	r, ok := core.EstimateRatio(estimate, ran)
-	if !q.on || !ok {
+	if _, ok := core.EstimateRatio(estimate, ran); !q.on || !ok {
 		return
 	}
-	rs := append(q.ratios[queue], r)
-	if len(rs) > core.EstimateSamples {
-		rs = append(rs[:0], rs[1:]...)
+	es, rs := append(q.est[queue], estimate), append(q.ran[queue], ran)
+	if len(es) > core.EstimateSamples {
+		es, rs = append(es[:0], es[1:]...), append(rs[:0], rs[1:]...)
 	}
-	q.ratios[queue] = rs
-	if f := core.EstimateFactor(rs, q.factor[queue]); f != q.factor[queue] {
+	q.est[queue], q.ran[queue] = es, rs
+	var buf [core.EstimateSamples]float64
+	ratios := buf[:0]
+	for i := range es {
+		r, _ := core.EstimateRatio(es[i], rs[i])
+		ratios = append(ratios, r)
+	}
+	if f := core.EstimateFactor(ratios, q.factor[queue]); f != q.factor[queue] {
 		q.factor[queue] = f
 		q.gen++
 	}
+	q.work[queue] = core.WorkFactor(es, rs, q.factor[queue])
 }
 
 // expected is the run time the scheduler expects of j: its estimate,

@@ -471,6 +471,7 @@ func (s *state) complete(j *job) {
 	s.addRunning(j, -j.held)
 	s.held -= j.held
 	s.estimates.record(j.queue, j.estimate, s.now-j.start)
+	s.snap.Queues[j.queue].WorkFactor = s.estimates.work[j.queue]
 	j.done = true
 	s.completed++
 	s.lastCompletion = s.now
