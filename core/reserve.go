@@ -41,8 +41,8 @@ import (
 // also waits, before it becomes a candidate, as long as the cluster needs to
 // run the work waiting now, the backlog: the sum, over the waiting gangs
 // that have an estimate, of what they ask of the accelerator (of CPU on a
-// cluster without one) times their estimate, over what the schedulable
-// nodes have of it. A gang that arrived now would wait about that long if
+// cluster without one) times their estimate and their queue's WorkFactor,
+// over what the schedulable nodes have of it. A gang that arrived now would wait about that long if
 // gangs ran in arrival order, once the running gangs had freed their nodes
 // (their remaining work is not counted: docs/evaluation.md says what
 // counting it did). Under overload, when every gang waits days,

@@ -92,7 +92,9 @@ type Options struct {
 	// of the queue's latest 50 completed gangs that declared one, once 5
 	// have, followed when it moves more than a quarter away
 	// (core.EstimateFactor). Reservations, backfill, weighed
-	// evictions and the forecast then read the corrected estimate.
+	// evictions and the forecast then read the corrected estimate; the
+	// backlog also multiplies each queue's by its work factor
+	// (core.WorkFactor).
 	CorrectEstimates bool
 	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
 	// reclaiming gang.

@@ -18,7 +18,7 @@ import (
 // TestEstimateCorrection: five gangs of a queue declare 2 s and run about
 // 4 s each. Their queue's estimate factor, exported as
 // phalanx_queue_estimate_factor, becomes the median of their ratios, about
-// 2. Gang first then declares 20 s and runs; gang big, reserved behind it,
+// 2, and its work factor (phalanx_queue_work_factor) about 1. Gang first then declares 20 s and runs; gang big, reserved behind it,
 // is expected to start at first's start plus 20 s times the factor, not
 // plus the 20 s declared.
 func TestEstimateCorrection(t *testing.T) {
@@ -35,26 +35,41 @@ func TestEstimateCorrection(t *testing.T) {
 	for _, j := range done {
 		e.eventually(time.Minute, j.name+" succeeds", e.inPhase(j, corev1.PodSucceeded))
 	}
-	var factor float64
-	e.eventually(30*time.Second, "the queue's estimate factor is exported", func(context.Context) error {
+	// gauge reads the queue's series of a gauge, 0 when it has none.
+	gauge := func(name string) (float64, error) {
 		families, err := metrics.Registry.Gather()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, f := range families {
-			if f.GetName() != "phalanx_queue_estimate_factor" {
+			if f.GetName() != name {
 				continue
 			}
 			for _, m := range f.GetMetric() {
 				if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == queue {
-					factor = m.GetGauge().GetValue()
+					return m.GetGauge().GetValue(), nil
 				}
 			}
 		}
+		return 0, nil
+	}
+	var factor, work float64
+	e.eventually(30*time.Second, "the queue's estimate and work factors are exported", func(context.Context) error {
+		var err error
+		if factor, err = gauge("phalanx_queue_estimate_factor"); err != nil {
+			return err
+		}
+		if work, err = gauge("phalanx_queue_work_factor"); err != nil {
+			return err
+		}
 		// Each ran 4 s, give or take the second the API's times are
-		// rounded to, against 2 s declared.
+		// rounded to, against 2 s declared: the median about 2, and the
+		// sum of run times about that of the corrected estimates.
 		if factor < 1.5 || factor > 3 {
 			return fmt.Errorf("factor %g for queue %s, want about 2", factor, queue)
+		}
+		if work < 0.5 || work > 2 {
+			return fmt.Errorf("work factor %g for queue %s (estimate factor %g), want about 1", work, queue, factor)
 		}
 		return nil
 	})
