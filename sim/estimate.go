@@ -123,9 +123,9 @@ func ParseEstimateErrors(s string) (EstimateError, map[string]EstimateError, err
 	return def, byQueue, nil
 }
 
-// FormatEstimateErrors returns the form ParseEstimateErrors reads, the
+// formatEstimateErrors returns the form ParseEstimateErrors reads, the
 // queues in order of name.
-func FormatEstimateErrors(def EstimateError, byQueue map[string]EstimateError) string {
+func formatEstimateErrors(def EstimateError, byQueue map[string]EstimateError) string {
 	if len(byQueue) == 0 {
 		return def.String()
 	}

@@ -255,8 +255,8 @@ func TestParseEstimateErrors(t *testing.T) {
 		if err != nil || def != c.def || !cmp.Equal(byQueue, c.byQueue) {
 			t.Errorf("ParseEstimateErrors(%q) = %+v, %+v, %v; want %+v, %+v", c.in, def, byQueue, err, c.def, c.byQueue)
 		}
-		if got := FormatEstimateErrors(def, byQueue); got != c.printed {
-			t.Errorf("FormatEstimateErrors of %q = %q, want %q", c.in, got, c.printed)
+		if got := formatEstimateErrors(def, byQueue); got != c.printed {
+			t.Errorf("formatEstimateErrors of %q = %q, want %q", c.in, got, c.printed)
 		}
 	}
 	bad := map[string]string{
@@ -290,7 +290,7 @@ func FuzzParseEstimateErrors(f *testing.F) {
 			}
 			return
 		}
-		printed := FormatEstimateErrors(def, byQueue)
+		printed := formatEstimateErrors(def, byQueue)
 		def2, byQueue2, err := ParseEstimateErrors(printed)
 		if err != nil || def2 != def || !cmp.Equal(byQueue, byQueue2, cmpopts.EquateEmpty()) {
 			t.Errorf("%q parses to %+v, %+v, printed %q, which parses to %+v, %+v, %v", s, def, byQueue, printed, def2, byQueue2, err)
