@@ -34,7 +34,7 @@ import (
 // (reserve.go, the backlog). There a queue's estimates are also multiplied
 // by its WorkFactor: the run times of the same gangs over their corrected
 // estimates, in sum. With noise=1 on the evaluation's traces, it brought the
-// big jobs' p99 wait from 1.37 to 1.12 times fifo-gang's
+// big jobs' p99 wait from 1.37 to 1.13 times fifo-gang's
 // (docs/evaluation.md); with right estimates it is 1 and changes nothing.
 //
 // The factor follows the median only when the median has moved away from

@@ -92,10 +92,10 @@ func (s *Store) cached(g *gangInfo) *gangCache {
 			return c
 		}
 		// Only the queue's factor moved: the view is the same but for
-		// its estimate, and computing it again was most of the cycle
-		// after a move at 150,000 pods.
-		// The core's gang takes its estimate when it is copied (gangOf);
-		// releases and running members are rebuilt (estimates).
+		// its estimate (computing it again was most of the cycle after a
+		// move at 150,000 pods). The core's gang takes the estimate when
+		// it is copied (gangOf); releases and running members are rebuilt
+		// (estimates).
 		v := *c.view
 		v.estimate = s.correctEstimate(v.queue, v.declared)
 		c.view, c.estimates, c.factors = &v, c.estimates+1, s.factorGen[v.queue]
