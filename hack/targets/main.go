@@ -13,14 +13,24 @@
 // It ends with how many inputs meet every target, and exits 0 whatever the
 // verdicts (it reports; it does not gate). hack/evaluate.sh runs it.
 //
-//	go run ./hack/targets report.json...
+// With -phalanx-from, phalanx's result for each input is taken from those
+// reports instead (runs of phalanx alone, under other settings, of the same
+// inputs), against the same baselines: hack/evaluate-estimates.sh judges
+// wrong estimates this way. It then also prints, averaged over the inputs
+// whose names match -ratios, phalanx's mean JCT over the better baseline's
+// and its p99 wait of 8+ GPU jobs over fifo-gang's, and the gangs preempted
+// and GPU time lost over all inputs.
+//
+//	go run ./hack/targets [-phalanx-from report.json]... [-ratios regexp] report.json...
 package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/phalanx-sched/phalanx/report"
@@ -56,29 +66,142 @@ type trio struct {
 // The policies targets compares.
 var compared = []string{sim.PolicyPhalanx, sim.PolicyFIFOGang, sim.PolicyVolcano}
 
+// reportFiles collects the repeated -phalanx-from flag.
+type reportFiles []string
+
+func (r *reportFiles) String() string     { return strings.Join(*r, ",") }
+func (r *reportFiles) Set(v string) error { *r = append(*r, v); return nil }
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: targets report.json...")
+	var from reportFiles
+	fs := flag.NewFlagSet("targets", flag.ExitOnError)
+	fs.Var(&from, "phalanx-from", "a report of phalanx runs whose results replace phalanx's (repeat for more)")
+	ratios := fs.String("ratios", "philly|overloaded", "with -phalanx-from, the inputs (a regular expression on their names) the ratios are averaged over")
+	fs.Parse(os.Args[1:])
+	if fs.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: targets [-phalanx-from report.json]... [-ratios regexp] report.json...")
 		os.Exit(2)
 	}
-	var trios []trio
-	for _, path := range os.Args[1:] {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "targets:", err)
-			os.Exit(1)
-		}
-		ts, err := parse(data)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "targets: %s: %v\n", path, err)
-			os.Exit(1)
-		}
-		trios = append(trios, ts...)
+	over, err := regexp.Compile(*ratios)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "targets: -ratios:", err)
+		os.Exit(2)
 	}
-	if err := write(os.Stdout, trios); err != nil {
+	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "targets:", err)
 		os.Exit(1)
 	}
+	var trios []trio
+	for _, path := range fs.Args() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fail(err)
+		}
+		ts, err := parse(data)
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", path, err))
+		}
+		trios = append(trios, ts...)
+	}
+	if len(from) > 0 {
+		runs := map[string]*sim.Metrics{}
+		for _, path := range from {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				fail(err)
+			}
+			if err := phalanxRuns(data, runs); err != nil {
+				fail(fmt.Errorf("%s: %w", path, err))
+			}
+		}
+		if err := replace(trios, runs); err != nil {
+			fail(err)
+		}
+	}
+	if err := write(os.Stdout, trios); err != nil {
+		fail(err)
+	}
+	if len(from) > 0 {
+		if err := writeRatios(os.Stdout, trios, over); err != nil {
+			fail(err)
+		}
+	}
+}
+
+// phalanxRuns adds to runs, by input, the phalanx results of a report.
+func phalanxRuns(data []byte, runs map[string]*sim.Metrics) error {
+	var r jsonReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		return err
+	}
+	n := 0
+	for i := range r.Results {
+		if res := &r.Results[i]; res.Policy == sim.PolicyPhalanx {
+			if runs[res.Input] != nil {
+				return fmt.Errorf("input %s: a second phalanx result", res.Input)
+			}
+			runs[res.Input] = &res.Metrics
+			n++
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no result of %s", sim.PolicyPhalanx)
+	}
+	return nil
+}
+
+// replace gives each trio the phalanx run of runs for its input; every
+// input must have one, and every run an input.
+func replace(trios []trio, runs map[string]*sim.Metrics) error {
+	used := 0
+	for i := range trios {
+		m := runs[trios[i].input]
+		if m == nil {
+			return fmt.Errorf("input %s: no phalanx result among the -phalanx-from reports", trios[i].input)
+		}
+		trios[i].phalanx = m
+		used++
+	}
+	if used != len(runs) {
+		return fmt.Errorf("%d phalanx results of -phalanx-from for %d inputs: some are of inputs the baselines lack", len(runs), used)
+	}
+	return nil
+}
+
+// writeRatios prints phalanx's mean JCT over the better baseline's and its
+// p99 wait of 8+ GPU jobs over fifo-gang's, averaged over the trios whose
+// input matches over, and the gangs preempted and GPU time lost over all.
+func writeRatios(out io.Writer, trios []trio, over *regexp.Regexp) error {
+	var mean, p99 float64
+	var nMean, nP99 int
+	var preempted int64
+	var lost float64
+	for _, t := range trios {
+		preempted += int64(t.phalanx.PreemptedGangs)
+		lost += t.phalanx.PreemptionLostGPUSeconds
+		if !over.MatchString(t.input) {
+			continue
+		}
+		p, f, v := t.phalanx, t.fifoGang, t.volcano
+		if p.MeanJCT != nil && f.MeanJCT != nil && v.MeanJCT != nil && min(*f.MeanJCT, *v.MeanJCT) > 0 {
+			mean += *p.MeanJCT / min(*f.MeanJCT, *v.MeanJCT)
+			nMean++
+		}
+		if p.P99WaitBig != nil && f.P99WaitBig != nil && *f.P99WaitBig > 0 {
+			p99 += *p.P99WaitBig / *f.P99WaitBig
+			nP99++
+		}
+	}
+	ratio := func(sum float64, n int) string {
+		if n == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.3f", sum/float64(n))
+	}
+	_, err := fmt.Fprintf(out, "Over the %d inputs matching %q: mean JCT / the better baseline's %s, p99 wait of 8+ GPU jobs / fifo-gang's %s (%d inputs).\n"+
+		"Over all %d inputs: %d gangs preempted, %.0f GPU-hours lost.\n",
+		nMean, over.String(), ratio(mean, nMean), ratio(p99, nP99), nP99, len(trios), preempted, lost/3600)
+	return err
 }
 
 // parse reads one report into its inputs' trios, in the report's order.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -110,5 +111,52 @@ func TestWriteCounts(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// With -phalanx-from, phalanx's run of each input is the other report's,
+// judged against the same baselines, and the ratios average over the
+// inputs asked for.
+func TestPhalanxFrom(t *testing.T) {
+	trios, err := parse(reportOf(t, map[string]sim.Metrics{
+		sim.PolicyPhalanx: metrics(1, f(50)), sim.PolicyFIFOGang: metrics(4, f(100)), sim.PolicyVolcano: metrics(2, f(400))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := metrics(3, f(150))
+	other.PreemptedGangs, other.PreemptionLostGPUSeconds = 2, 7200
+	runs := map[string]*sim.Metrics{}
+	if err := phalanxRuns(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: other}), runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := replace(trios, runs); err != nil {
+		t.Fatal(err)
+	}
+	if missed := judge(trios[0]); len(missed) != 2 || !strings.Contains(missed[0], "mean JCT 3s > volcano's 2s") || !strings.Contains(missed[1], "> fifo-gang's 1m40s") {
+		t.Errorf("judged with the other run: missed %q, want its mean over volcano's and p99 over fifo-gang's", missed)
+	}
+	var out bytes.Buffer
+	if err := writeRatios(&out, trios, regexp.MustCompile("trace")); err != nil {
+		t.Fatal(err)
+	}
+	// 3 s over volcano's 2 s, 150 s over fifo-gang's 100 s.
+	for _, want := range []string{"mean JCT / the better baseline's 1.500, p99 wait of 8+ GPU jobs / fifo-gang's 1.500 (1 inputs)", "2 gangs preempted, 2 GPU-hours lost"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("ratios lack %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := writeRatios(&out, trios, regexp.MustCompile("philly")); err != nil || !strings.Contains(out.String(), "Over the 0 inputs") || !strings.Contains(out.String(), "baseline's —") {
+		t.Errorf("ratios over no input: %v\n%s", err, out.String())
+	}
+	// Every input needs a run, and every run an input.
+	if err := replace(trios, map[string]*sim.Metrics{}); err == nil || !strings.Contains(err.Error(), "no phalanx result") {
+		t.Errorf("replace without the input's run: %v", err)
+	}
+	if err := replace(trios, map[string]*sim.Metrics{"trace": &other, "elsewhere": &other}); err == nil || !strings.Contains(err.Error(), "inputs the baselines lack") {
+		t.Errorf("replace with a run of another input: %v", err)
+	}
+	if err := phalanxRuns(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: other}), runs); err == nil || !strings.Contains(err.Error(), "a second phalanx result") {
+		t.Errorf("two runs of one input: %v", err)
 	}
 }
