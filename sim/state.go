@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/workload"
@@ -225,7 +224,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 	}
 	for _, q := range slices.Sorted(maps.Keys(opt.QueueEstimateErrors)) {
 		if _, ok := s.queueIx[q]; !ok {
-			return nil, fmt.Errorf("sim: estimate error of queue %q: the workload has no such queue (its queues: %s)", q, queueNames(w, 10))
+			return nil, fmt.Errorf("sim: estimate error of queue %q: the workload has no such queue (its queues: %s)", q, workload.QueueNames(w.Queues))
 		}
 	}
 	s.queueRunning = make([]int64, len(s.snap.Queues))
@@ -713,17 +712,4 @@ func (s *state) runningGangs(dst []core.Running, placed []core.Placed) ([]core.R
 		k += n
 	}
 	return dst, placed
-}
-
-// queueNames lists the names of w's first max queues, for messages.
-func queueNames(w *workload.Workload, max int) string {
-	var names []string
-	for i := range w.Queues {
-		if i == max {
-			names = append(names, fmt.Sprintf("and %d more", len(w.Queues)-max))
-			break
-		}
-		names = append(names, w.Queues[i].Name)
-	}
-	return strings.Join(names, ", ")
 }

@@ -391,7 +391,7 @@ func (p *scenarioReader) job(n *yaml.Node, queues []Queue, declared bool) (Job, 
 		if !declared {
 			return Job{}, p.errorf(at, "job %q names queue %q but the scenario declares no queues (only %q exists)", j.ID, j.Queue, DefaultQueue)
 		}
-		return Job{}, p.errorf(at, "job %q names queue %q, which is not declared (queues: %s)", j.ID, j.Queue, queueNames(queues))
+		return Job{}, p.errorf(at, "job %q names queue %q, which is not declared (queues: %s)", j.ID, j.Queue, QueueNames(queues))
 	}
 	if v := m["priority"]; v != nil {
 		pr, err := p.integer(v, "priority", math.MinInt32, math.MaxInt32)
@@ -467,7 +467,8 @@ func hasQueue(queues []Queue, name string) bool {
 	return false
 }
 
-func queueNames(queues []Queue) string {
+// QueueNames lists the names of queues, comma-separated, for messages.
+func QueueNames(queues []Queue) string {
 	names := make([]string, len(queues))
 	for i, q := range queues {
 		names[i] = q.Name

@@ -118,7 +118,7 @@ func (qw QueueWeights) Apply(w *Workload) error {
 		for _, nw := range qw.explicit {
 			k := slices.IndexFunc(queues, func(q Queue) bool { return q.Name == nw.name })
 			if k < 0 {
-				return fmt.Errorf("workload: %s has no queue %q to weigh (queues: %s)", w.Name, nw.name, queueNames(w.Queues))
+				return fmt.Errorf("workload: %s has no queue %q to weigh (queues: %s)", w.Name, nw.name, QueueNames(w.Queues))
 			}
 		}
 		for i := range queues {
