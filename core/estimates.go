@@ -137,8 +137,5 @@ func WorkFactor(estimates, ran []int64, factor float64) float64 {
 	if n < EstimateSamplesMin || factor <= 0 || math.IsNaN(factor) {
 		return 1
 	}
-	if sumRan == sumEst*factor {
-		return 1
-	}
 	return min(max(sumRan/(sumEst*factor), minEstimateFactor), maxEstimateFactor)
 }

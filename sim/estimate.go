@@ -186,15 +186,14 @@ func (e EstimateError) estimate(id string, duration int64) int64 {
 // queueEstimates corrects the estimates the scheduler gets as the
 // scheduler does (core.EstimateFactor, core.WorkFactor;
 // scheduler/history.go): per queue, the estimates and run times of its
-// latest completed jobs, the factor the median of their ratios gives, and
-// the work factor of their sums.
+// latest completed jobs and the factor the median of their ratios gives;
+// the work factor of their sums is derived from them as each completes.
 type queueEstimates struct {
 	on bool
 	// est and ran, by queue index, oldest first, at most
 	// core.EstimateSamples, for jobs with both positive.
 	est, ran [][]int64
 	factor   []float64 // by queue index
-	work     []float64 // by queue index
 	// gen moves whenever a factor changes, so that the policy refreshes
 	// the estimates of the gangs it keeps.
 	gen uint64
@@ -204,17 +203,17 @@ func (q *queueEstimates) init(queues int) {
 	q.est = make([][]int64, queues)
 	q.ran = make([][]int64, queues)
 	q.factor = make([]float64, queues)
-	q.work = make([]float64, queues)
 	for i := range q.factor {
-		q.factor[i], q.work[i] = 1, 1
+		q.factor[i] = 1
 	}
 }
 
 // record adds a job of queue that ran ran seconds against an estimate of
-// estimate seconds.
-func (q *queueEstimates) record(queue int, estimate, ran int64) {
+// estimate seconds, and returns the queue's work factor (core.WorkFactor;
+// 1 when nothing is corrected).
+func (q *queueEstimates) record(queue int, estimate, ran int64) (work float64) {
 	if _, ok := core.EstimateRatio(estimate, ran); !q.on || !ok {
-		return
+		return core.WorkFactor(q.est[queue], q.ran[queue], q.factor[queue])
 	}
 	es, rs := append(q.est[queue], estimate), append(q.ran[queue], ran)
 	if len(es) > core.EstimateSamples {
@@ -231,7 +230,7 @@ func (q *queueEstimates) record(queue int, estimate, ran int64) {
 		q.factor[queue] = f
 		q.gen++
 	}
-	q.work[queue] = core.WorkFactor(es, rs, q.factor[queue])
+	return core.WorkFactor(es, rs, q.factor[queue])
 }
 
 // expected is the run time the scheduler expects of j: its estimate,
