@@ -153,17 +153,15 @@ func phalanxRuns(data []byte, runs map[string]*sim.Metrics) error {
 // replace gives each trio the phalanx run of runs for its input; every
 // input must have one, and every run an input.
 func replace(trios []trio, runs map[string]*sim.Metrics) error {
-	used := 0
 	for i := range trios {
 		m := runs[trios[i].input]
 		if m == nil {
 			return fmt.Errorf("input %s: no phalanx result among the -phalanx-from reports", trios[i].input)
 		}
 		trios[i].phalanx = m
-		used++
 	}
-	if used != len(runs) {
-		return fmt.Errorf("%d phalanx results of -phalanx-from for %d inputs: some are of inputs the baselines lack", len(runs), used)
+	if len(runs) != len(trios) {
+		return fmt.Errorf("%d phalanx results of -phalanx-from for %d inputs: some are of inputs the baselines lack", len(runs), len(trios))
 	}
 	return nil
 }
