@@ -202,8 +202,9 @@ type Queue struct {
 	// WorkFactor multiplies the estimates of the queue's waiting gangs
 	// where the reservation threshold sums them (the backlog, reserve.go):
 	// how much its gangs ran, in sum, against their estimates (WorkFactor,
-	// estimates.go). 0 counts as 1. It applies to every gang of the queue
-	// with an estimate.
+	// estimates.go). 0 counts as 1. It applies to the gangs whose estimate
+	// was declared (Gang.EstimateDeclared), the only ones it is learned
+	// from.
 	WorkFactor float64
 }
 
@@ -252,6 +253,11 @@ type Gang struct {
 	// seconds; 0 means unknown. Only gangs with an estimate may backfill
 	// nodes reserved for another gang (reserve.go).
 	Estimate int64
+	// EstimateDeclared: Estimate is one the user declared (corrected by
+	// the queue's EstimateFactor), not one the driver derived otherwise (a
+	// time limit, the queue's past run times). Only such estimates are
+	// multiplied by the queue's WorkFactor, which is learned from them.
+	EstimateDeclared bool
 	// NoPreempt: the gang never evicts others to make room for itself
 	// (Kubernetes' preemptionPolicy: Never).
 	NoPreempt bool

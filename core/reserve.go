@@ -41,8 +41,8 @@ import (
 // also waits, before it becomes a candidate, as long as the cluster needs to
 // run the work waiting now, the backlog: the sum, over the waiting gangs
 // that have an estimate, of what they ask of the accelerator (of CPU on a
-// cluster without one) times their estimate and their queue's WorkFactor,
-// over what the schedulable nodes have of it. A gang that arrived now would
+// cluster without one) times their estimate (and their queue's WorkFactor
+// if they declared it), over what the schedulable nodes have of it. A gang that arrived now would
 // wait about that long if gangs ran in arrival order, once the running gangs
 // had freed their nodes (their remaining work is not counted:
 // docs/evaluation.md says what counting it did). Under overload, when every
@@ -212,7 +212,7 @@ func (c *cycle) reserve(schedulable Vector) {
 
 // backlog is the work of the waiting gangs that have an estimate, in open
 // queues: what each asks of the accelerator (of CPU without one) times its
-// estimate, times its queue's WorkFactor.
+// estimate, times its queue's WorkFactor where the estimate was declared.
 type backlog struct {
 	dim  int
 	work float64 // can pass 2^63 in resource-seconds: CPU in millicores
@@ -245,7 +245,7 @@ func (b *backlog) of(g *Gang, want Vector, wf float64) float64 {
 	if g.Bound >= g.MinMember || g.Estimate <= 0 {
 		return 0
 	}
-	if !(wf > 0) || math.IsInf(wf, 0) {
+	if !g.EstimateDeclared || !(wf > 0) || math.IsInf(wf, 0) {
 		wf = 1
 	}
 	return float64(want[b.dim]) * float64(g.Estimate) * wf

@@ -403,22 +403,35 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 		t.Errorf("with later in a closed queue big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
 	}
 	// A queue whose gangs ran half their estimates, in sum, counts half
-	// its work: 437.5 s.
-	for _, wf := range []float64{0.5, 1, 0, math.NaN(), math.Inf(1)} {
+	// the work of its gangs that declared theirs: 437.5 s. An estimate
+	// the driver derived otherwise is not multiplied: with later's so,
+	// (4 x 100 + 4 x 1000) / 2 + 4 x 2400 over 16 GPUs is 737.5 s.
+	for _, tc := range []struct {
+		wf         float64
+		undeclared string
+		ready      int64
+	}{
+		{wf: 0.5, ready: 437},
+		{wf: 0.5, undeclared: "later", ready: 737},
+		{wf: 1, ready: 875},
+		{wf: 0, ready: 875}, // 0, NaN and infinity count as 1
+		{wf: math.NaN(), ready: 875},
+		{wf: math.Inf(1), ready: 875},
+	} {
+		wf, ready := tc.wf, tc.ready
 		s = snap()
 		if len(s.Queues) != 1 {
 			t.Fatalf("%d queues, want the default one", len(s.Queues))
 		}
 		s.Queues[0].WorkFactor = wf
-		ready := int64(875) // 0, NaN and infinity count as 1
-		if wf == 0.5 {
-			ready = 437
+		for _, g := range s.Gangs {
+			g.EstimateDeclared = g.Estimate > 0 && g.ID != tc.undeclared
 		}
 		if _, diag = runAt(t, s, cfg, ready-1); reserved(diag) {
-			t.Errorf("work factor %g: at %d s, before the backlog's %d s, big has a reservation", wf, ready-1, ready)
+			t.Errorf("work factor %g, %q undeclared: at %d s, before the backlog's %d s, big has a reservation", wf, tc.undeclared, ready-1, ready)
 		}
 		if _, diag = runAt(t, s, cfg, ready); !reserved(diag) {
-			t.Errorf("work factor %g: at %d s big has no reservation: %q", wf, ready, pendingOf(diag)["big"].Message)
+			t.Errorf("work factor %g, %q undeclared: at %d s big has no reservation: %q", wf, tc.undeclared, ready, pendingOf(diag)["big"].Message)
 		}
 	}
 }

@@ -109,6 +109,7 @@ func int64p(v int64) *int64 { return &v }
 func TestGangSpec(t *testing.T) {
 	type want struct {
 		estimate int64
+		declared bool // core.Gang.EstimateDeclared
 		level    string
 		model    string
 		invalid  string // a part of the gang's Invalid text; "" means valid
@@ -129,7 +130,7 @@ func TestGangSpec(t *testing.T) {
 				s.SetPodGroup(pg)
 			},
 			pods: []*podBuilder{testPod("job-0").Group("job").Annotate(AnnotationEstimatedRuntime, "2h").Deadline(60)},
-			want: want{estimate: 300, level: "phalanx.dev/rack", model: "A100"},
+			want: want{estimate: 300, declared: true, level: "phalanx.dev/rack", model: "A100"},
 		},
 		{
 			name: "PodGroup annotations win over the members'",
@@ -139,7 +140,7 @@ func TestGangSpec(t *testing.T) {
 				s.SetPodGroup(pg)
 			},
 			pods: []*podBuilder{testPod("job-0").Group("job").Annotate(AnnotationEstimatedRuntime, "2h").Annotate(AnnotationGPUModel, "A100")},
-			want: want{estimate: 3600, model: "H100"},
+			want: want{estimate: 3600, declared: true, model: "H100"},
 		},
 		{
 			name: "ACK gang: the members' annotations",
@@ -147,7 +148,7 @@ func TestGangSpec(t *testing.T) {
 				testPod("ack-0").ACK("ack", "2").Annotate(AnnotationEstimatedRuntime, "90").Annotate(AnnotationRequiredTopology, "phalanx.dev/rack"),
 				testPod("ack-1").ACK("ack", "2").Annotate(AnnotationEstimatedRuntime, "90"),
 			},
-			want: want{estimate: 90, level: "phalanx.dev/rack"},
+			want: want{estimate: 90, declared: true, level: "phalanx.dev/rack"},
 		},
 		{
 			name: "the smallest activeDeadlineSeconds",
@@ -222,7 +223,7 @@ func TestGangSpec(t *testing.T) {
 			if g.Invalid != "" {
 				t.Fatalf("invalid: %s", g.Invalid)
 			}
-			got := want{estimate: g.Estimate, level: g.RequiredLevel}
+			got := want{estimate: g.Estimate, declared: g.EstimateDeclared, level: g.RequiredLevel}
 			if c := g.Pending[0].Constraints; c != nil {
 				got.model = c.NodeSelector[DefaultGPUModelLabel]
 			}

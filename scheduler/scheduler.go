@@ -93,8 +93,8 @@ type Options struct {
 	// have, followed when it moves more than a quarter away
 	// (core.EstimateFactor). Reservations, backfill, weighed
 	// evictions and the forecast then read the corrected estimate; the
-	// backlog also multiplies each queue's by its work factor
-	// (core.WorkFactor).
+	// backlog also multiplies each queue's declared estimates by its work
+	// factor (core.WorkFactor).
 	CorrectEstimates bool
 	// ReclaimYoungerOnly limits reclaim to gangs that arrived after the
 	// reclaiming gang.

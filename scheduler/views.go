@@ -144,7 +144,7 @@ func (s *Store) gangOf(c *gangCache, key string) (*core.Gang, bool) {
 	if !c.gangBuilt || c.gangVersion != c.version {
 		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember,
 			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, Unsupported: v.unsupported,
-			RequiredLevel: v.requiredLevel, Estimate: v.estimate}
+			RequiredLevel: v.requiredLevel, Estimate: v.estimate, EstimateDeclared: v.declared > 0}
 		cg.Pending = make([]core.Member, len(v.pending))
 		asked := false
 		for i, p := range v.pending {

@@ -217,8 +217,10 @@ func (g *gangPolicy) newEntry(j *job, n int) *gangEntry {
 		MinMember: j.spec.MinMember,
 		Arrival:   j.spec.Submit,
 		Estimate:  g.s.expected(j),
-		Bound:     j.placed,
-		Pending:   make([]core.Member, 0, n),
+		// every estimate the simulator gives is one the trace declares
+		EstimateDeclared: j.estimate > 0,
+		Bound:            j.placed,
+		Pending:          make([]core.Member, 0, n),
 	}
 	if !g.opt.ignoreTopology {
 		e.gang.RequiredLevel = j.spec.RequiredTopology
