@@ -6,6 +6,7 @@ package sim
 // EstimateError makes it wrong in a controlled, reproducible way.
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/phalanx-sched/phalanx/core"
 )
@@ -28,7 +30,17 @@ type EstimateError struct {
 	// drawn from a generator seeded with the job's ID alone, so that a job's
 	// estimate depends neither on the other jobs nor on their order.
 	Noise float64
+	// From is when the error starts to apply, in seconds after the
+	// workload's first submission: to the jobs submitted then or later,
+	// until a later one of its EstimateErrors takes over (a team whose
+	// habits change).
+	From int64
 }
+
+// EstimateErrors is what a queue's estimates are over time: each job gets
+// the last of them whose From is no later than its submission, and an
+// exact estimate before the first. Their From values increase.
+type EstimateErrors []EstimateError
 
 // Bounds of the forms ParseEstimateError accepts.
 const (
@@ -37,6 +49,8 @@ const (
 	maxEstimateNoise  = 5
 	// maxEstimate caps an estimate, in seconds (about 31,700 years).
 	maxEstimate = 1 << 40
+	// maxEstimateFrom caps an error's From, in seconds (about 100 years).
+	maxEstimateFrom = 100 * 365 * 86400
 )
 
 // ParseEstimateError parses the --estimate-error forms:
@@ -46,95 +60,147 @@ const (
 //	noise=0.5   every estimate is the duration times exp(N(0, 0.5)), with
 //	            a standard deviation from 0 to 5
 //
+// each optionally followed by @ and when it starts to apply, after the
+// workload's first submission: whole days (@20d) or a duration (@36h, @90m).
 // Anything else is an error that says what is accepted.
 func ParseEstimateError(s string) (EstimateError, error) {
-	const forms = "want exact, x<factor> such as x0.5 or x2, or noise=<sigma> such as noise=0.5"
+	const forms = "want exact, x<factor> such as x0.5 or x2, or noise=<sigma> such as noise=0.5, optionally followed by @<when> such as @20d or @36h"
+	form, when, timed := strings.Cut(s, "@")
+	var from int64
+	if timed {
+		var err error
+		if from, err = parseFrom(when); err != nil {
+			return EstimateError{}, fmt.Errorf("sim: estimate error %q: %v; %s", s, err, forms)
+		}
+	}
 	switch {
-	case s == "" || s == "exact":
-		return EstimateError{}, nil
-	case strings.HasPrefix(s, "x"):
-		f, err := parseFinite(s[1:])
+	case form == "" || form == "exact":
+		return EstimateError{From: from}, nil
+	case strings.HasPrefix(form, "x"):
+		f, err := parseFinite(form[1:])
 		if err != nil || f < minEstimateFactor || f > maxEstimateFactor {
 			return EstimateError{}, fmt.Errorf("sim: estimate error %q: the factor must be a number from %g to %g; %s", s, minEstimateFactor, maxEstimateFactor, forms)
 		}
 		if f == 1 {
-			return EstimateError{}, nil // x1 is exact
+			return EstimateError{From: from}, nil // x1 is exact
 		}
-		return EstimateError{Factor: f}, nil
-	case strings.HasPrefix(s, "noise="):
-		sigma, err := parseFinite(s[len("noise="):])
+		return EstimateError{Factor: f, From: from}, nil
+	case strings.HasPrefix(form, "noise="):
+		sigma, err := parseFinite(form[len("noise="):])
 		if err != nil || sigma < 0 || sigma > maxEstimateNoise {
 			return EstimateError{}, fmt.Errorf("sim: estimate error %q: the noise must be a number from 0 to %g; %s", s, float64(maxEstimateNoise), forms)
 		}
-		return EstimateError{Noise: sigma}, nil
+		return EstimateError{Noise: sigma, From: from}, nil
 	}
 	return EstimateError{}, fmt.Errorf("sim: estimate error %q: %s", s, forms)
 }
 
+// parseFrom parses when an estimate error starts: whole days ("20d") or a
+// Go duration of whole seconds ("36h"), from 0 to about 100 years.
+func parseFrom(s string) (int64, error) {
+	var secs int64
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n < 0 || n > maxEstimateFrom/86400 || !isDigits(days) {
+			return 0, fmt.Errorf("%q is not a whole number of days from 0 to %d", s, maxEstimateFrom/86400)
+		}
+		secs = n * 86400
+	} else {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d%time.Second != 0 || d/time.Second > maxEstimateFrom {
+			return 0, fmt.Errorf("%q is not a time such as 20d or 36h (whole seconds, at most %d days)", s, maxEstimateFrom/86400)
+		}
+		secs = int64(d / time.Second)
+	}
+	return secs, nil
+}
+
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
 // ParseEstimateErrors parses --estimate-error: one form of
 // ParseEstimateError for every queue, or a comma-separated list of forms,
-// each but one prefixed with the queue it applies to and a colon; the one
-// without a queue applies to the others (exact if there is none):
+// each prefixed with the queue it applies to and a colon but for those
+// that apply to the others (exact if there is none). A queue, or the
+// others, may be given several forms that start at different times:
 //
 //	x2                       every queue pads its estimates twice over
 //	team-a:x2,team-b:x0.5    team-a pads, team-b halves, the others are exact
 //	noise=0.5,team-a:x2      team-a pads, the others are noisy
+//	team-a:x2,team-a:x0.5@20d  team-a pads, and from day 20 halves
 //
-// It returns the others' error and the queues' own. Whether the queues
-// exist is for the run to check (Run).
-func ParseEstimateErrors(s string) (EstimateError, map[string]EstimateError, error) {
+// A queue's forms replace the others' for all of its jobs. It returns the
+// others' errors (nil when they are exact) and the queues' own, each in
+// order of From. Whether the
+// queues exist is for the run to check (Run).
+func ParseEstimateErrors(s string) (EstimateErrors, map[string]EstimateErrors, error) {
 	var (
-		def     EstimateError
-		hasDef  bool
-		byQueue map[string]EstimateError
+		def     EstimateErrors
+		byQueue map[string]EstimateErrors
 	)
 	items := strings.Split(s, ",")
 	for _, item := range items {
 		if item == "" && len(items) > 1 {
-			return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: an empty item between commas", s)
+			return nil, nil, fmt.Errorf("sim: estimate error %q: an empty item between commas", s)
 		}
 		queue, form, named := strings.Cut(item, ":")
 		if !named {
-			if hasDef {
-				return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: %q and another form apply to every queue; prefix all but one with a queue and a colon, such as team-a:x2", s, item)
-			}
 			e, err := ParseEstimateError(item)
 			if err != nil {
-				return EstimateError{}, nil, err
+				return nil, nil, err
 			}
-			def, hasDef = e, true
+			if slices.ContainsFunc(def, func(o EstimateError) bool { return o.From == e.From }) {
+				return nil, nil, fmt.Errorf("sim: estimate error %q: %q and another form apply to every queue from the same time; prefix all but one with a queue and a colon, such as team-a:x2, or start it later, such as %s@20d", s, item, item)
+			}
+			def = append(def, e)
 			continue
 		}
 		if queue == "" {
-			return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: %q names no queue before its colon", s, item)
-		}
-		if _, dup := byQueue[queue]; dup {
-			return EstimateError{}, nil, fmt.Errorf("sim: estimate error %q: queue %q is given twice", s, queue)
+			return nil, nil, fmt.Errorf("sim: estimate error %q: %q names no queue before its colon", s, item)
 		}
 		e, err := ParseEstimateError(form)
 		if err != nil {
-			return EstimateError{}, nil, fmt.Errorf("sim: estimate error of queue %q: %s", queue, strings.TrimPrefix(err.Error(), "sim: "))
+			return nil, nil, fmt.Errorf("sim: estimate error of queue %q: %s", queue, strings.TrimPrefix(err.Error(), "sim: "))
+		}
+		if slices.ContainsFunc(byQueue[queue], func(o EstimateError) bool { return o.From == e.From }) {
+			return nil, nil, fmt.Errorf("sim: estimate error %q: queue %q is given two forms from the same time", s, queue)
 		}
 		if byQueue == nil {
-			byQueue = map[string]EstimateError{}
+			byQueue = map[string]EstimateErrors{}
 		}
-		byQueue[queue] = e
+		byQueue[queue] = append(byQueue[queue], e)
+	}
+	sortByFrom := func(es EstimateErrors) {
+		slices.SortFunc(es, func(a, b EstimateError) int { return cmp.Compare(a.From, b.From) })
+	}
+	sortByFrom(def)
+	if def.exact() {
+		def = nil // exact throughout, however written
+	}
+	for _, es := range byQueue {
+		sortByFrom(es)
 	}
 	return def, byQueue, nil
 }
 
 // formatEstimateErrors returns the form ParseEstimateErrors reads, the
 // queues in order of name.
-func formatEstimateErrors(def EstimateError, byQueue map[string]EstimateError) string {
+func formatEstimateErrors(def EstimateErrors, byQueue map[string]EstimateErrors) string {
 	if len(byQueue) == 0 {
+		if len(def) == 0 {
+			return "exact"
+		}
 		return def.String()
 	}
 	var items []string
-	if def != (EstimateError{}) {
+	if !def.exact() {
 		items = append(items, def.String())
 	}
 	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
-		items = append(items, q+":"+byQueue[q].String())
+		for _, e := range byQueue[q] {
+			items = append(items, q+":"+e.String())
+		}
 	}
 	return strings.Join(items, ",")
 }
@@ -154,13 +220,53 @@ func parseFinite(s string) (float64, error) {
 
 // String returns the form ParseEstimateError reads.
 func (e EstimateError) String() string {
+	form := "exact"
 	switch {
 	case e.Noise > 0:
-		return "noise=" + strconv.FormatFloat(e.Noise, 'g', -1, 64)
+		form = "noise=" + strconv.FormatFloat(e.Noise, 'g', -1, 64)
 	case e.Factor != 0 && e.Factor != 1:
-		return "x" + strconv.FormatFloat(e.Factor, 'g', -1, 64)
+		form = "x" + strconv.FormatFloat(e.Factor, 'g', -1, 64)
 	}
-	return "exact"
+	switch {
+	case e.From == 0:
+		return form
+	case e.From%86400 == 0:
+		return fmt.Sprintf("%s@%dd", form, e.From/86400)
+	}
+	return form + "@" + (time.Duration(e.From) * time.Second).String()
+}
+
+// String returns the comma-separated forms ParseEstimateErrors reads for
+// every queue.
+func (es EstimateErrors) String() string {
+	items := make([]string, len(es))
+	for i, e := range es {
+		items[i] = e.String()
+	}
+	return strings.Join(items, ",")
+}
+
+// exact says whether es leaves every estimate exact.
+func (es EstimateErrors) exact() bool {
+	for _, e := range es {
+		if e.Noise > 0 || (e.Factor != 0 && e.Factor != 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// at returns the error of a job submitted since seconds after the
+// workload's first submission.
+func (es EstimateErrors) at(since int64) EstimateError {
+	var cur EstimateError
+	for _, e := range es {
+		if e.From > since {
+			break
+		}
+		cur = e
+	}
+	return cur
 }
 
 // estimate returns the estimate of a job of the given ID and duration: at

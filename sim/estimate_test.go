@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,15 +14,19 @@ import (
 
 func TestParseEstimateError(t *testing.T) {
 	good := map[string]EstimateError{
-		"":          {},
-		"exact":     {},
-		"x0.5":      {Factor: 0.5},
-		"x2":        {Factor: 2},
-		"x1e-3":     {Factor: 0.001},
-		"x1000":     {Factor: 1000},
-		"x1":        {},
-		"noise=0.5": {Noise: 0.5},
-		"noise=0":   {Noise: 0},
+		"":            {},
+		"exact":       {},
+		"x0.5":        {Factor: 0.5},
+		"x2":          {Factor: 2},
+		"x1e-3":       {Factor: 0.001},
+		"x1000":       {Factor: 1000},
+		"x1":          {},
+		"noise=0.5":   {Noise: 0.5},
+		"noise=0":     {Noise: 0},
+		"x2@20d":      {Factor: 2, From: 20 * 86400},
+		"exact@36h":   {From: 36 * 3600},
+		"x2@0d":       {Factor: 2},
+		"noise=1@90m": {Noise: 1, From: 5400},
 	}
 	for in, want := range good {
 		got, err := ParseEstimateError(in)
@@ -47,6 +52,9 @@ func TestParseEstimateError(t *testing.T) {
 		"half":       "want exact, x<factor>",
 		"noise":      "want exact, x<factor>",
 		"exact ":     "want exact, x<factor>",
+		"x2@":        "is not a time",
+		"x2@20d@1d":  "is not a whole number of days",
+		"half@1d":    "want exact, x<factor>",
 	}
 	for in, want := range bad {
 		_, err := ParseEstimateError(in)
@@ -60,7 +68,7 @@ func TestParseEstimateError(t *testing.T) {
 // back to itself, and the estimates it makes are positive for jobs that
 // run. The seed corpus runs with every `go test`.
 func FuzzParseEstimateError(f *testing.F) {
-	for _, s := range []string{"", "exact", "x0.5", "x2", "x1e3", "x0.001", "noise=0.5", "noise=5", "x", "x-1", "noise=NaN", "x1e309", "noise=0x1p-2", "x.5", "x5."} {
+	for _, s := range []string{"", "exact", "x0.5", "x2", "x1e3", "x0.001", "noise=0.5", "noise=5", "x", "x-1", "noise=NaN", "x1e309", "noise=0x1p-2", "x.5", "x5.", "x2@20d", "x2@36h", "x2@1s", "x2@1d@1d", "x2@1e3d"} {
 		f.Add(s, int64(3600))
 	}
 	f.Fuzz(func(t *testing.T, s string, duration int64) {
@@ -132,7 +140,7 @@ func TestReservationWithWrongEstimates(t *testing.T) {
 		}
 		// The scenario's big job waits hours, not the default day: reserve
 		// after an hour, as when it was written.
-		r := runWith(t, w, PolicyPhalanx, Options{EstimateError: ee, ReserveAfter: 3600})
+		r := runWith(t, w, PolicyPhalanx, Options{EstimateError: EstimateErrors{ee}, ReserveAfter: 3600})
 		if m := r.Metrics; m.JobsCompleted != m.JobsTotal || m.StuckJobs != 0 {
 			t.Errorf("%s: %d of %d completed, %d stuck", spec, m.JobsCompleted, m.JobsTotal, m.StuckJobs)
 		}
@@ -140,7 +148,7 @@ func TestReservationWithWrongEstimates(t *testing.T) {
 			t.Errorf("%s: big starts at %d s, not before %d s (without reservations)", spec, got, noReservation)
 		}
 	}
-	declared := runWith(t, w, PolicyPhalanx, Options{EstimateError: EstimateError{Factor: 0.1}, ReserveAfter: 3600,
+	declared := runWith(t, w, PolicyPhalanx, Options{EstimateError: EstimateErrors{{Factor: 0.1}}, ReserveAfter: 3600,
 		NoEstimateCorrection: true})
 	if got := spans(declared)["big"].Start; got < noReservation {
 		t.Errorf("x0.1, estimates not corrected: big starts at %d s, before %d s; the test no longer shows what correcting does",
@@ -180,7 +188,7 @@ func TestEstimatesCorrectedByQueue(t *testing.T) {
 		build()
 	for _, correct := range []bool{true, false} {
 		seen := &estimatesSeen{later: map[string]int64{}}
-		if _, err := run(w, "fake", seen, gangOptions{correctEstimates: correct}, Options{EstimateError: EstimateError{Factor: 0.5}}); err != nil {
+		if _, err := run(w, "fake", seen, gangOptions{correctEstimates: correct}, Options{EstimateError: EstimateErrors{{Factor: 0.5}}}); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]int64{"late-a": 50, "late-b": 50}
@@ -219,7 +227,7 @@ func TestReleasesFollowEstimates(t *testing.T) {
 		job("probe2", at(700), runs(10), task("w", 1, gpus(1))).
 		build()
 	seen := &releasesSeen{}
-	if _, err := run(w, "fake", seen, gangOptions{reserve: true}, Options{EstimateError: EstimateError{Factor: 0.5}}); err != nil {
+	if _, err := run(w, "fake", seen, gangOptions{reserve: true}, Options{EstimateError: EstimateErrors{{Factor: 0.5}}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[int64]int64{100: 500, 700: 500}
@@ -241,18 +249,23 @@ func TestReleasesFollowEstimates(t *testing.T) {
 func TestParseEstimateErrors(t *testing.T) {
 	good := []struct {
 		in      string
-		def     EstimateError
-		byQueue map[string]EstimateError
+		def     EstimateErrors
+		byQueue map[string]EstimateErrors
 		printed string
 	}{
-		{"", EstimateError{}, nil, "exact"},
-		{"x2", EstimateError{Factor: 2}, nil, "x2"},
-		{"team-a:x2,team-b:x0.5", EstimateError{}, map[string]EstimateError{"team-a": {Factor: 2}, "team-b": {Factor: 0.5}}, "team-a:x2,team-b:x0.5"},
-		{"team-b:x0.5,noise=0.5,team-a:exact", EstimateError{Noise: 0.5}, map[string]EstimateError{"team-a": {}, "team-b": {Factor: 0.5}}, "noise=0.5,team-a:exact,team-b:x0.5"},
+		{"", nil, nil, "exact"},
+		{"x2", EstimateErrors{{Factor: 2}}, nil, "x2"},
+		{"team-a:x2,team-b:x0.5", nil, map[string]EstimateErrors{"team-a": {{Factor: 2}}, "team-b": {{Factor: 0.5}}}, "team-a:x2,team-b:x0.5"},
+		{"team-b:x0.5,noise=0.5,team-a:exact", EstimateErrors{{Noise: 0.5}}, map[string]EstimateErrors{"team-a": {{}}, "team-b": {{Factor: 0.5}}}, "noise=0.5,team-a:exact,team-b:x0.5"},
+		// habits that change, given in any order
+		{"team-a:x0.5@20d,team-a:x2", nil, map[string]EstimateErrors{"team-a": {{Factor: 2}, {Factor: 0.5, From: 20 * 86400}}}, "team-a:x2,team-a:x0.5@20d"},
+		{"noise=1@36h,x2,team-a:exact", EstimateErrors{{Factor: 2}, {Noise: 1, From: 36 * 3600}}, map[string]EstimateErrors{"team-a": {{}}}, "x2,noise=1@36h0m0s,team-a:exact"},
+		{"x2@1d", EstimateErrors{{Factor: 2, From: 86400}}, nil, "x2@1d"},
+		{"exact,exact@5d", nil, nil, "exact"},
 	}
 	for _, c := range good {
 		def, byQueue, err := ParseEstimateErrors(c.in)
-		if err != nil || def != c.def || !cmp.Equal(byQueue, c.byQueue) {
+		if err != nil || !cmp.Equal(def, c.def) || !cmp.Equal(byQueue, c.byQueue) {
 			t.Errorf("ParseEstimateErrors(%q) = %+v, %+v, %v; want %+v, %+v", c.in, def, byQueue, err, c.def, c.byQueue)
 		}
 		if got := formatEstimateErrors(def, byQueue); got != c.printed {
@@ -260,13 +273,22 @@ func TestParseEstimateErrors(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"x2,x3":         `"x3" and another form apply to every queue`,
-		"a:x2,a:x3":     `queue "a" is given twice`,
+		"x2,x3":         `"x3" and another form apply to every queue from the same time`,
+		"x2@1d,x3@24h":  `"x3@24h" and another form apply to every queue from the same time`,
+		"a:x2,a:x3":     `queue "a" is given two forms from the same time`,
 		":x2":           "names no queue",
 		"a:half":        `estimate error of queue "a": estimate error "half": want exact`,
 		"a:x2,,":        "an empty item",
 		"a:x0":          "from 0.001 to 1000",
 		"a:x2,b:noise=": "the noise must be a number",
+		"x2@":           `"" is not a time such as 20d`,
+		"x2@-1d":        `"-1d" is not a whole number of days`,
+		"x2@+1d":        `"+1d" is not a whole number of days`,
+		"x2@1.5d":       `"1.5d" is not a whole number of days`,
+		"x2@1500ms":     `"1500ms" is not a time such as 20d or 36h (whole seconds`,
+		"x2@-1h":        `"-1h" is not a time`,
+		"x2@99999d":     "is not a whole number of days from 0 to 36500",
+		"a:x2@soon":     `estimate error of queue "a": estimate error "x2@soon": "soon" is not a time`,
 	}
 	for in, want := range bad {
 		_, _, err := ParseEstimateErrors(in)
@@ -279,7 +301,8 @@ func TestParseEstimateErrors(t *testing.T) {
 // FuzzParseEstimateErrors: the parser never panics, and what it accepts
 // prints back to itself.
 func FuzzParseEstimateErrors(f *testing.F) {
-	for _, s := range []string{"", "x2", "a:x2,b:x0.5", "noise=0.5,a:x2", "a:x2,a:x3", ":x2", "a:,", "a:b:x2", ",", "x2,"} {
+	for _, s := range []string{"", "x2", "a:x2,b:x0.5", "noise=0.5,a:x2", "a:x2,a:x3", ":x2", "a:,", "a:b:x2", ",", "x2,",
+		"a:x2,a:x0.5@20d", "x2@36h,exact", "x2@90m", "x2@1d,x3@24h"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -292,26 +315,39 @@ func FuzzParseEstimateErrors(f *testing.F) {
 		}
 		printed := formatEstimateErrors(def, byQueue)
 		def2, byQueue2, err := ParseEstimateErrors(printed)
-		if err != nil || def2 != def || !cmp.Equal(byQueue, byQueue2, cmpopts.EquateEmpty()) {
+		if err != nil || !cmp.Equal(def, def2, cmpopts.EquateEmpty()) || !cmp.Equal(byQueue, byQueue2, cmpopts.EquateEmpty()) {
 			t.Errorf("%q parses to %+v, %+v, printed %q, which parses to %+v, %+v, %v", s, def, byQueue, printed, def2, byQueue2, err)
 		}
 	})
 }
 
 // Each queue's jobs get their own queue's estimate error, the others the
-// default; a queue the workload lacks is an error that names it.
+// default, each as it stood when the job was submitted, counted from the
+// first submission; a queue the workload lacks is an error that names it.
 func TestQueueEstimateErrors(t *testing.T) {
 	w := newWorkload().pool("n", 1, gpus(8)).queue("a", 1).queue("b", 1).
-		job("a1", inQueue("a"), runs(1000), task("w", 1, gpus(1))).
-		job("b1", inQueue("b"), runs(1000), task("w", 1, gpus(1))).build()
-	s, err := newState(w, Options{EstimateError: EstimateError{Factor: 0.5}, QueueEstimateErrors: map[string]EstimateError{"a": {Factor: 2}}})
+		job("a1", inQueue("a"), at(50), runs(1000), task("w", 1, gpus(1))).
+		job("b1", inQueue("b"), at(100), runs(1000), task("w", 1, gpus(1))).
+		job("a2", inQueue("a"), at(149), runs(1000), task("w", 1, gpus(1))).
+		job("a3", inQueue("a"), at(150), runs(1000), task("w", 1, gpus(1))).
+		job("b2", inQueue("b"), at(1000), runs(1000), task("w", 1, gpus(1))).build()
+	def, byQueue, err := ParseEstimateErrors("a:x2,a:x0.5@100s,x0.5,x3@950s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := s.jobs[0].estimate, s.jobs[1].estimate; a != 2000 || b != 500 {
-		t.Errorf("estimates of a1, b1 = %d, %d; want 2000 (queue a: x2), 500 (the others: x0.5)", a, b)
+	s, err := newState(w, Options{EstimateError: def, QueueEstimateErrors: byQueue})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = newState(w, Options{QueueEstimateErrors: map[string]EstimateError{"c": {Factor: 2}}})
+	var got []int64
+	for _, j := range s.jobs {
+		got = append(got, j.estimate)
+	}
+	// a2 is submitted 99 s after the first job, a3 100 s after; b2 950 s.
+	if want := []int64{2000, 500, 2000, 500, 3000}; !slices.Equal(got, want) {
+		t.Errorf("estimates of a1, b1, a2, a3, b2 = %v; want %v (queue a: x2 then x0.5 from 100 s; the others: x0.5 then x3 from 950 s)", got, want)
+	}
+	_, err = newState(w, Options{QueueEstimateErrors: map[string]EstimateErrors{"c": {{Factor: 2}}}})
 	if err == nil || !strings.Contains(err.Error(), `queue "c": the workload has no such queue (its queues: a, b)`) {
 		t.Errorf("unknown queue: error %v", err)
 	}

@@ -62,11 +62,11 @@ func TestForecastBeyondHorizon(t *testing.T) {
 		job("y", at(10), runs(3600), task("w", 1, gpus(8))).
 		build()
 	for _, tc := range []struct {
-		estimates EstimateError
+		estimates EstimateErrors
 		missed    int
 	}{
-		{EstimateError{Factor: 3}, 1}, // x expected to run 12 days, ends after 4
-		{EstimateError{}, 0},          // exact: y starts after 4 days, forecast then
+		{EstimateErrors{{Factor: 3}}, 1}, // x expected to run 12 days, ends after 4
+		{nil, 0},                         // exact: y starts after 4 days, forecast then
 	} {
 		r, err := Run(w, PolicyPhalanx, Options{ForecastEvery: 10, EstimateError: tc.estimates})
 		if err != nil {
@@ -99,7 +99,7 @@ func TestForecastOverrunningJob(t *testing.T) {
 		job("x", at(0), runs(7200), task("w", 1, gpus(8))).
 		job("y", at(5400), runs(600), task("w", 1, gpus(8))).
 		build()
-	r, err := Run(w, PolicyPhalanx, Options{ForecastEvery: 10, EstimateError: EstimateError{Factor: 0.5}})
+	r, err := Run(w, PolicyPhalanx, Options{ForecastEvery: 10, EstimateError: EstimateErrors{{Factor: 0.5}}})
 	if err != nil {
 		t.Fatal(err)
 	}

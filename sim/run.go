@@ -61,12 +61,13 @@ type Options struct {
 	// DefaultHoldFailed; < 0: not held).
 	HoldFailed int64
 	// EstimateError makes the run-time estimates the scheduler gets differ
-	// from the durations; the zero value keeps them exact.
-	EstimateError EstimateError
+	// from the durations, from the times its errors give; empty, they are
+	// exact.
+	EstimateError EstimateErrors
 	// QueueEstimateErrors, by queue name, replaces EstimateError for the
 	// jobs of those queues (ParseEstimateErrors); each must be a queue of
 	// the workload.
-	QueueEstimateErrors map[string]EstimateError
+	QueueEstimateErrors map[string]EstimateErrors
 	// NoEstimateCorrection, for the phalanx policy, gives the core the
 	// estimates as declared, rather than corrected by how the queue's
 	// latest completed jobs ran against theirs (core.EstimateFactor; on by
@@ -138,12 +139,13 @@ func Run(w *workload.Workload, policy string, opt Options) (*Result, error) {
 	return run(w, policy, s, gopt, opt)
 }
 
-// estimateError returns the estimate error of queue's jobs.
-func (o Options) estimateError(queue string) EstimateError {
-	if e, ok := o.QueueEstimateErrors[queue]; ok {
-		return e
+// estimateError returns the estimate error of queue's jobs submitted since
+// seconds after the workload's first submission.
+func (o Options) estimateError(queue string, since int64) EstimateError {
+	if es, ok := o.QueueEstimateErrors[queue]; ok {
+		return es.at(since)
 	}
-	return o.EstimateError
+	return o.EstimateError.at(since)
 }
 
 // gangPolicyConfig returns the core configuration of a gang policy and how

@@ -41,8 +41,8 @@ func TestSkippedCycles(t *testing.T) {
 	}{
 		{PolicyPhalanx, Options{}},
 		{PolicyPhalanx, Options{ReclaimAfter: 900, ReserveAfter: 1200, Reservations: 3}},
-		{PolicyPhalanx, Options{ArrivalOrder: true, EstimateError: EstimateError{Factor: 0.5}}},
-		{PolicyPhalanx, Options{EstimateError: EstimateError{Noise: 0.5}, GracePeriod: -1}},
+		{PolicyPhalanx, Options{ArrivalOrder: true, EstimateError: EstimateErrors{{Factor: 0.5}}}},
+		{PolicyPhalanx, Options{EstimateError: EstimateErrors{{Noise: 0.5}}, GracePeriod: -1}},
 		{PolicyFIFOGang, Options{}},
 		{PolicyVolcano, Options{}},
 	}

@@ -247,7 +247,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 			}
 		}
 		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1, firstStart: -1, fcAt: -1, fcStart: -1,
-			estimate: opt.estimateError(spec.Queue).estimate(spec.ID, spec.Duration)}
+			estimate: opt.estimateError(spec.Queue, spec.Submit-w.Jobs[0].Submit).estimate(spec.ID, spec.Duration)}
 		if len(spec.Failures) > 0 {
 			s.jobs[i].failed = make([]bool, len(spec.Failures))
 		}

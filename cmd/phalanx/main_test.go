@@ -54,6 +54,7 @@ func TestUsageErrors(t *testing.T) {
 		{"fractional hold", []string{"simulate", "--hold-failed", "1500ms"}, "--hold-failed 1.5s: give whole seconds"},
 		{"bad estimate error", []string{"simulate", "--estimate-error", "half"}, `--estimate-error: estimate error "half": want exact, x<factor>`},
 		{"estimate factor out of range", []string{"simulate", "--estimate-error", "x0"}, "the factor must be a number from 0.001 to 1000"},
+		{"estimate error from a time that is none", []string{"simulate", "--estimate-error", "x2,x0.5@soon"}, `--estimate-error: estimate error "x0.5@soon": "soon" is not a time such as 20d or 36h`},
 		{"queue weights without trace", []string{"simulate", "--queue-weights", "gpu-hours"}, "--queue-weights applies only to --trace"},
 		{"bad queue weight", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--queue-weights", "a=0"}, `--queue-weights: weight of queue "a" is "0"`},
 		{"bad preemption", []string{"simulate", "--preemption=maybe"}, `invalid boolean value "maybe" for -preemption`},

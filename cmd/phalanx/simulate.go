@@ -84,7 +84,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx starts the gangs of a queue shortest estimate first (by arrival when false)")
 	fs.StringVar(&f.estimateError, "estimate-error", "exact",
 		"run-time estimates the scheduler gets, from the durations: `E` is exact, x0.5 (half: underestimates), x2, or noise=0.5 (duration x exp(N(0, 0.5)), seeded by job); "+
-			"per queue, a comma-separated list such as team-a:x2,team-b:x0.5 (a form without a queue applies to the others)")
+			"per queue, a comma-separated list such as team-a:x2,team-b:x0.5 (a form without a queue applies to the others); "+
+			"over time, forms that start later, such as team-a:x2,team-a:x0.5@20d (from day 20 after the first submission; also @36h)")
 	fs.BoolVar(&f.preemption, "preemption", true, "phalanx preempts lower-priority gangs of a queue and reclaims from queues over their share")
 	fs.DurationVar(&f.reclaimAfter, "reclaim-after", sim.DefaultReclaimAfter*time.Second,
 		"phalanx lets a gang reclaim from queues over their share only once it has waited `D` (0: at once)")
