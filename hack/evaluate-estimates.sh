@@ -5,9 +5,11 @@
 # first taken as declared (--correct-estimates=false), then with the
 # defaults (corrected by each queue's record, summed with its work factor):
 #
-#   exact, x2, x0.5, x0.1, noise=0.5, noise=1, and teams: the trace's
-#   largest queue pads its estimates twice over, the second halves them, the
-#   third gives a tenth of the run time, the others are exact.
+#   exact, x2, x0.5, x0.1, noise=0.5, noise=1; teams: the trace's largest
+#   queue pads its estimates twice over, the second halves them, the third
+#   gives a tenth of the run time, the others are exact; and habits: every
+#   queue pads its estimates twice over until halfway through the trace's
+#   submissions (whole days), then halves them.
 #
 # Each setting is judged against the baselines of hack/evaluate.sh, which
 # must have run into the same directory (its traces and JSON reports are
@@ -51,6 +53,12 @@ teams() {
     awk '{printf "%s%s:%s", (NR > 1 ? "," : ""), $2, (NR == 1 ? "x2" : NR == 2 ? "x0.5" : "x0.1")}'
 }
 
+# halfway through the submissions of trace $1, in whole days
+halfway() {
+  tail -n +2 "$1" | cut -d, -f2 | sort -n | sed -n '1p;$p' | paste -sd' ' - |
+    awk '{printf "%dd", int(($2 - $1) / 2 / 86400)}'
+}
+
 cluster=(--nodes 64 --gpus-per-node 8 --nodes-per-rack 8 --queue-weights gpu-hours)
 pids=()
 start() {
@@ -61,13 +69,14 @@ start() {
     pids=("${pids[@]:1}")
   fi
 }
-for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams; do
+for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits; do
   for mode in declared corrected; do
     flags=()
     [[ $mode == declared ]] && flags=(--correct-estimates=false)
     for input in "${inputs[@]}"; do
       e=$estimates
       [[ $e == teams ]] && e=$(teams "$input")
+      [[ $e == habits ]] && e="x2,x0.5@$(halfway "$input")"
       name=$(basename "$input" .csv)
       start sh -c '"$@" > "$0"' "$out/estimates/$estimates-$mode-$name.json" \
         "$bin" simulate --trace "$input" "${cluster[@]}" --policy phalanx --estimate-error "$e" "${flags[@]}" --output json
@@ -77,7 +86,7 @@ done
 for pid in "${pids[@]}"; do
   wait "$pid"
 done
-for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams; do
+for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits; do
   for mode in declared corrected; do
     args=()
     for input in "${inputs[@]}"; do

@@ -98,21 +98,18 @@ func ParseEstimateError(s string) (EstimateError, error) {
 // parseFrom parses when an estimate error starts: whole days ("20d") or a
 // Go duration of whole seconds ("36h"), from 0 to about 100 years.
 func parseFrom(s string) (int64, error) {
-	var secs int64
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 64)
 		if err != nil || n < 0 || n > maxEstimateFrom/86400 || !isDigits(days) {
 			return 0, fmt.Errorf("%q is not a whole number of days from 0 to %d", s, maxEstimateFrom/86400)
 		}
-		secs = n * 86400
-	} else {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 || d%time.Second != 0 || d/time.Second > maxEstimateFrom {
-			return 0, fmt.Errorf("%q is not a time such as 20d or 36h (whole seconds, at most %d days)", s, maxEstimateFrom/86400)
-		}
-		secs = int64(d / time.Second)
+		return n * 86400, nil
 	}
-	return secs, nil
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d%time.Second != 0 || d/time.Second > maxEstimateFrom {
+		return 0, fmt.Errorf("%q is not a time such as 20d or 36h (whole seconds, at most %d days)", s, maxEstimateFrom/86400)
+	}
+	return int64(d / time.Second), nil
 }
 
 func isDigits(s string) bool {
@@ -132,8 +129,7 @@ func isDigits(s string) bool {
 //
 // A queue's forms replace the others' for all of its jobs. It returns the
 // others' errors (nil when they are exact) and the queues' own, each in
-// order of From. Whether the
-// queues exist is for the run to check (Run).
+// order of From. Whether the queues exist is for the run to check (Run).
 func ParseEstimateErrors(s string) (EstimateErrors, map[string]EstimateErrors, error) {
 	var (
 		def     EstimateErrors
