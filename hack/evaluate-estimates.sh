@@ -7,9 +7,10 @@
 #
 #   exact, x2, x0.5, x0.1, noise=0.5, noise=1; teams: the trace's largest
 #   queue pads its estimates twice over, the second halves them, the third
-#   gives a tenth of the run time, the others are exact; and habits: every
-#   queue pads its estimates twice over until halfway through the trace's
-#   submissions (whole days), then halves them.
+#   gives a tenth of the run time, the others are exact; and two habits
+#   that change halfway through the trace's submissions (whole days), in
+#   every queue: habits-x2-x0.5 pads estimates twice over, then halves
+#   them; habits-x0.5-x2 the other way round.
 #
 # Each setting is judged against the baselines of hack/evaluate.sh, which
 # must have run into the same directory (its traces and JSON reports are
@@ -69,14 +70,15 @@ start() {
     pids=("${pids[@]:1}")
   fi
 }
-for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits; do
+for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits-x2-x0.5 habits-x0.5-x2; do
   for mode in declared corrected; do
     flags=()
     [[ $mode == declared ]] && flags=(--correct-estimates=false)
     for input in "${inputs[@]}"; do
       e=$estimates
       [[ $e == teams ]] && e=$(teams "$input")
-      [[ $e == habits ]] && e="x2,x0.5@$(halfway "$input")"
+      [[ $e == habits-x2-x0.5 ]] && e="x2,x0.5@$(halfway "$input")"
+      [[ $e == habits-x0.5-x2 ]] && e="x0.5,x2@$(halfway "$input")"
       name=$(basename "$input" .csv)
       start sh -c '"$@" > "$0"' "$out/estimates/$estimates-$mode-$name.json" \
         "$bin" simulate --trace "$input" "${cluster[@]}" --policy phalanx --estimate-error "$e" "${flags[@]}" --output json
@@ -86,7 +88,7 @@ done
 for pid in "${pids[@]}"; do
   wait "$pid"
 done
-for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits; do
+for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits-x2-x0.5 habits-x0.5-x2; do
   for mode in declared corrected; do
     args=()
     for input in "${inputs[@]}"; do
