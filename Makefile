@@ -63,6 +63,8 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadTrace -fuzztime $(FUZZTIME) ./workload
 	$(GO) test -run '^$$' -fuzz FuzzReadScenario -fuzztime $(FUZZTIME) ./workload
+	$(GO) test -run '^$$' -fuzz 'FuzzParseEstimateError$$' -fuzztime $(FUZZTIME) ./sim
+	$(GO) test -run '^$$' -fuzz FuzzParseEstimateErrors -fuzztime $(FUZZTIME) ./sim
 	$(GO) test -run '^$$' -fuzz FuzzParseEstimate -fuzztime $(FUZZTIME) ./scheduler
 	$(GO) test -run '^$$' -fuzz FuzzPodReader -fuzztime $(FUZZTIME) ./scheduler
 	$(GO) test -run '^$$' -fuzz FuzzForeignPodGroup -fuzztime $(FUZZTIME) ./scheduler
