@@ -22,7 +22,9 @@
 #
 #   hack/evaluate-estimates.sh [out-dir] [trace.csv]   defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It took 28 minutes on 2 cores (1,669 s), after hack/evaluate.sh's 622 s.
+# It took 28 minutes on 2 cores (1,669 s), after hack/evaluate.sh's 622 s, before the
+# two habits rows, which took about 11 minutes more (run on their own, beside
+# other runs).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
