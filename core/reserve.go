@@ -39,20 +39,20 @@ import (
 //
 // With Config.ReserveAfterBacklog, Config.ReserveAfter is a floor: a gang
 // also waits, before it becomes a candidate, as long as the cluster needs to
-// run the work waiting now, the backlog: the sum, over the waiting gangs
-// that have an estimate, of what they ask of the accelerator (of CPU on a
-// cluster without one) times their estimate (and their queue's WorkFactor
-// if they declared it), over what the schedulable nodes have of it. A gang
-// that arrived now would wait about that long if gangs ran in arrival
-// order, once the running gangs had freed their nodes (their remaining
-// work is not counted: docs/evaluation.md says what counting it did). Under
-// overload, when every gang waits days, a fixed threshold sends every gang
-// past it, small or big, to the few reservations in arrival order, and
-// each drains nodes that the others, placed as they come, would have used; with the backlog added only the
-// gangs that waited longer than arrival order would have made them, the
-// ones the stream of smaller work keeps passing over, drain nodes. When
-// little waits, the floor alone applies. A queue's own ReserveAfter is
-// taken as it is (docs/evaluation.md).
+// run the work waiting now, the backlog: the sum, over the waiting gangs that
+// have an estimate, of what they ask of the accelerator (of CPU on a cluster
+// without one) times their estimate (and their queue's WorkFactor if they
+// declared it), over what the schedulable nodes have of it. A gang that
+// arrived now would wait about that long if gangs ran in arrival order, once
+// the running gangs had freed their nodes (their remaining work is not
+// counted: docs/evaluation.md says what counting it did). Under overload,
+// when every gang waits days, a fixed threshold sends every gang past it,
+// small or big, to the few reservations in arrival order, and each drains
+// nodes that the others, placed as they come, would have used; with the
+// backlog added only the gangs that waited longer than arrival order would
+// have made them, the ones the stream of smaller work keeps passing over,
+// drain nodes. When little waits, the floor alone applies. A queue's own
+// ReserveAfter is taken as it is (docs/evaluation.md).
 //
 // Reservations are computed afresh every cycle from the snapshot, so they
 // follow what actually happens: a job that ends early brings T forward, one

@@ -100,7 +100,7 @@ func ParseEstimateError(s string) (EstimateError, error) {
 func parseFrom(s string) (int64, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.ParseInt(days, 10, 64)
-		if err != nil || n < 0 || n > maxEstimateFrom/86400 || !isDigits(days) {
+		if !isDigits(days) || err != nil || n > maxEstimateFrom/86400 {
 			return 0, fmt.Errorf("%q is not a whole number of days from 0 to %d", s, maxEstimateFrom/86400)
 		}
 		return n * 86400, nil
