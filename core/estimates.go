@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -118,24 +119,152 @@ func CorrectEstimate(estimate int64, factor float64, limit int64) int64 {
 
 // WorkFactor is what the backlog multiplies a queue's estimates by, given
 // the declared estimates of the queue's latest completed gangs, what each
-// ran (both in seconds, in the same order; pairs where either is not
-// positive are skipped) and the queue's estimate factor: the sum of the run
-// times over the sum of the estimates times the factor, within [1/1000,
-// 1000]; 1 when fewer than EstimateSamplesMin pairs count. Only the last
-// EstimateSamples should be given. Estimates that are exactly right give
-// exactly 1.
-func WorkFactor(estimates, ran []int64, factor float64) float64 {
+// ran and when each arrived (all in seconds, in the same order; pairs where
+// the estimate or the run time is not positive are skipped) and the
+// queue's eras: the sum of the run times over the sum of the estimates,
+// each times the factor of its era (a gang whose arrival is missing gets
+// the latest era's), within [1/1000, 1000]; 1 when fewer than
+// EstimateSamplesMin pairs count. Only the last EstimateSamples should be
+// given. Estimates that are exactly right give exactly 1.
+func WorkFactor(estimates, ran, arrivals []int64, eras FactorEras) float64 {
 	var sumEst, sumRan float64
 	n := 0
 	for i, est := range estimates {
 		if i < len(ran) && est > 0 && ran[i] > 0 {
-			sumEst += float64(est)
+			arrival := int64(math.MaxInt64)
+			if i < len(arrivals) {
+				arrival = arrivals[i]
+			}
+			sumEst += float64(est) * eras.At(arrival)
 			sumRan += float64(ran[i])
 			n++
 		}
 	}
-	if n < EstimateSamplesMin || factor <= 0 || math.IsNaN(factor) {
+	if n < EstimateSamplesMin || !(sumEst > 0) || math.IsInf(sumEst, 0) {
 		return 1
 	}
-	return min(max(sumRan/(sumEst*factor), minEstimateFactor), maxEstimateFactor)
+	return min(max(sumRan/sumEst, minEstimateFactor), maxEstimateFactor)
+}
+
+// Habits that change. A team changes its estimates (a new time limit, a
+// move to faster GPUs), and its queue's factor follows once most of its
+// latest completions are new gangs. But gangs submitted before the change
+// may still wait, and their estimates were made with the old habit: the new
+// factor would correct them wrongly. Under overload many wait for days, and
+// multiplied by four (padded twice over before, run twice their estimate
+// after) they held the backlog, and with it every reservation, back for a
+// week on the evaluation's traces (docs/evaluation.md, "A team whose habits
+// change"). So the factor is kept by era of arrival: when it moves, the
+// latest completions, in order of arrival, are split where the old factor
+// stops explaining their ratios and the new one starts, and the new factor
+// applies to the gangs that arrived from there on, the gangs that arrived
+// before keeping the factor of their time.
+
+// FactorEra is the factor of the gangs of a queue that arrived from From
+// (seconds, on the driver's clock) until the next era's From.
+type FactorEra struct {
+	From   int64   `json:"from"`
+	Factor float64 `json:"factor"`
+}
+
+// FactorEras are a queue's eras, by increasing From; the first also covers
+// every earlier arrival. None means a factor of 1 for all.
+type FactorEras []FactorEra
+
+// MaxFactorEras bounds how many eras a queue keeps: beyond, the oldest is
+// dropped, and the next covers its gangs. Noise around right estimates
+// moves the factor at about one completion in a hundred (docs/evaluation.md),
+// each move an era.
+const MaxFactorEras = 32
+
+// At is the factor of a gang that arrived at arrival.
+func (es FactorEras) At(arrival int64) float64 {
+	if len(es) == 0 {
+		return 1
+	}
+	i, _ := slices.BinarySearchFunc(es, arrival, func(e FactorEra, at int64) int {
+		if e.From <= at {
+			return -1
+		}
+		return 1
+	})
+	return es[max(i-1, 0)].Factor
+}
+
+// Valid reports whether es are eras Moved could have made, as when read
+// back from a record: at most MaxFactorEras, by increasing From, each factor
+// within the bounds EstimateFactor keeps.
+func (es FactorEras) Valid() bool {
+	if len(es) > MaxFactorEras {
+		return false
+	}
+	for i, e := range es {
+		if !(e.Factor >= minEstimateFactor && e.Factor <= maxEstimateFactor) || i > 0 && e.From <= es[i-1].From {
+			return false
+		}
+	}
+	return true
+}
+
+// Current is the factor of the latest era: the one a gang arriving now gets,
+// and the one EstimateFactor is given as the factor so far.
+func (es FactorEras) Current() float64 {
+	if len(es) == 0 {
+		return 1
+	}
+	return es[len(es)-1].Factor
+}
+
+// Moved returns the eras once the factor moved to f (EstimateFactor, given
+// Current, returned f), given the ratios and arrivals of the completed gangs
+// that moved it, in the same order: a new era of factor f starts at the
+// arrival that best splits them, in order of arrival, into earlier ones near
+// the factor of their time and later ones near f (the least sum of the
+// distances of their logarithms); later eras are dropped, earlier ones kept.
+// The first factor learned (es empty) applies to every arrival. es is not
+// modified.
+func (es FactorEras) Moved(ratios []float64, arrivals []int64, f float64) FactorEras {
+	n := min(len(ratios), len(arrivals))
+	if len(es) == 0 || n == 0 {
+		// The first factor learned: the 1 before it was no habit, only
+		// too few gangs to know one, so it applies to every gang.
+		return FactorEras{{From: math.MinInt64, Factor: f}}
+	}
+	var buf [EstimateSamples]int
+	idx := buf[:0]
+	for i := range n {
+		idx = append(idx, i)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
+	ln := math.Log(f)
+	dist := func(k int, factor float64) float64 { return math.Abs(math.Log(ratios[idx[k]]) - math.Log(factor)) }
+	// cost(s): the first s near their era's factor, the rest near f.
+	cost := 0.0
+	for k := range idx {
+		cost += math.Abs(math.Log(ratios[idx[k]]) - ln)
+	}
+	best, split := cost, 0
+	for s := 1; s < n; s++ {
+		cost += dist(s-1, es.At(arrivals[idx[s-1]])) - dist(s-1, f)
+		if cost < best {
+			best, split = cost, s
+		}
+	}
+	from := arrivals[idx[split]]
+	before := es.At(from - 1)
+	keep := 0
+	for keep < len(es) && es[keep].From < from {
+		keep++
+	}
+	out := slices.Clone(es[:keep])
+	if keep == 0 {
+		out = append(out, FactorEra{From: math.MinInt64, Factor: before})
+	}
+	if out[len(out)-1].Factor != f {
+		out = append(out, FactorEra{From: from, Factor: f})
+	}
+	if len(out) > MaxFactorEras {
+		out = slices.Delete(out, 0, len(out)-MaxFactorEras)
+	}
+	return out
 }

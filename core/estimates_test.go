@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -88,8 +89,125 @@ func TestWorkFactor(t *testing.T) {
 		{"no factor: 1", n(100, 100, 100, 100, 100), n(50, 50, 50, 50, 50), 0, 1},
 		{"ran shorter than estimates", n(100, 100, 100, 100, 100), n(50, 50, 50, 50, 50), 1, 0.5},
 	} {
-		if got := WorkFactor(tc.est, tc.ran, tc.factor); math.Abs(got-tc.want) > 1e-12 {
+		var eras FactorEras
+		if tc.factor != 1 {
+			eras = FactorEras{{From: math.MinInt64, Factor: tc.factor}}
+		}
+		if got := WorkFactor(tc.est, tc.ran, nil, eras); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("%s: work factor %g, want %g", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A team that padded its estimates twice over (ratios 0.5) and then halves
+// them (ratios 2): when the factor moves, the new one applies from the
+// first gang, in order of arrival, of the new habit, whatever the order in
+// which the gangs completed; the gangs that arrived before keep the factor
+// of their time.
+func TestFactorErasMoved(t *testing.T) {
+	const minFrom = math.MinInt64
+	var none FactorEras
+	if none.At(5) != 1 || none.Current() != 1 {
+		t.Errorf("no eras: factor %g at 5, current %g; want 1", none.At(5), none.Current())
+	}
+	first := none.Moved([]float64{0.5, 0.5, 0.5, 0.5, 0.5}, []int64{10, 11, 12, 13, 14}, 0.5)
+	if want := (FactorEras{{minFrom, 0.5}}); !slices.Equal(first, want) {
+		t.Fatalf("the first factor learned: eras %v, want %v (every gang, even those that arrived before the first recorded)", first, want)
+	}
+	// Completed in an order other than arrival's.
+	ratios := []float64{0.5, 2, 0.5, 2, 2, 0.5, 2, 2, 0.5, 2, 0.5}
+	arrivals := []int64{20, 105, 30, 101, 120, 40, 100, 110, 50, 130, 60}
+	moved := first.Moved(ratios, arrivals, 2)
+	if want := (FactorEras{{minFrom, 0.5}, {100, 2}}); !slices.Equal(moved, want) {
+		t.Fatalf("eras %v, want %v", moved, want)
+	}
+	if !slices.Equal(first, FactorEras{{minFrom, 0.5}}) {
+		t.Errorf("Moved modified its receiver: %v", first)
+	}
+	for _, c := range []struct {
+		arrival int64
+		want    float64
+	}{{-1000, 0.5}, {60, 0.5}, {99, 0.5}, {100, 2}, {1e9, 2}} {
+		if got := moved.At(c.arrival); got != c.want {
+			t.Errorf("a gang that arrived at %d: factor %g, want %g", c.arrival, got, c.want)
+		}
+	}
+	if moved.Current() != 2 {
+		t.Errorf("current factor %g, want 2", moved.Current())
+	}
+
+	// A later move whose split lies before the latest era's start replaces
+	// it; the earlier eras stay.
+	three := FactorEras{{minFrom, 1}, {10, 2}, {20, 0.5}}
+	again := three.Moved([]float64{2, 2, 4, 4, 4}, []int64{12, 14, 15, 16, 30}, 4)
+	if want := (FactorEras{{minFrom, 1}, {10, 2}, {15, 4}}); !slices.Equal(again, want) {
+		t.Errorf("eras %v, want %v", again, want)
+	}
+	// A split before the later eras' starts: the factor that applied
+	// before it stays for the earlier arrivals.
+	early := three.Moved([]float64{1, 4, 4, 4, 4}, []int64{3, 5, 6, 7, 8}, 4)
+	if want := (FactorEras{{minFrom, 1}, {5, 4}}); !slices.Equal(early, want) {
+		t.Errorf("eras %v, want %v", early, want)
+	}
+	// Before every era's start (the oldest were dropped): the first era's
+	// factor, which covered those arrivals, stays for them.
+	trimmed := FactorEras{{50, 2}, {60, 0.5}}
+	before := trimmed.Moved([]float64{2, 2, 4, 4, 4}, []int64{30, 35, 40, 45, 70}, 4)
+	if want := (FactorEras{{minFrom, 2}, {40, 4}}); !slices.Equal(before, want) {
+		t.Errorf("eras %v, want %v", before, want)
+	}
+
+	// At most MaxFactorEras: the oldest goes, and the next covers its
+	// gangs.
+	var many FactorEras = FactorEras{{minFrom, 1}}
+	for i := range int64(2 * MaxFactorEras) {
+		f := 2.0
+		if i%2 == 1 {
+			f = 1
+		}
+		many = many.Moved([]float64{f, f, f, f, f}, []int64{10*i + 1, 10*i + 2, 10*i + 3, 10*i + 4, 10*i + 5}, f)
+	}
+	if len(many) != MaxFactorEras || !many.Valid() {
+		t.Fatalf("%d eras, valid %v; want %d, valid", len(many), many.Valid(), MaxFactorEras)
+	}
+	if got, want := many.At(-5), many[0].Factor; got != want {
+		t.Errorf("the oldest kept era covers the earlier arrivals: %g, want %g", got, want)
+	}
+}
+
+func TestFactorErasValid(t *testing.T) {
+	for _, c := range []struct {
+		eras FactorEras
+		want bool
+	}{
+		{nil, true},
+		{FactorEras{{math.MinInt64, 0.5}, {100, 2}}, true},
+		{FactorEras{{100, 2}, {100, 0.5}}, false},
+		{FactorEras{{100, 2}, {50, 0.5}}, false},
+		{FactorEras{{0, 0}}, false},
+		{FactorEras{{0, 2000}}, false},
+		{FactorEras{{0, math.NaN()}}, false},
+		{make(FactorEras, MaxFactorEras+1), false},
+	} {
+		if got := c.eras.Valid(); got != c.want {
+			t.Errorf("%v valid: %v, want %v", c.eras, got, c.want)
+		}
+	}
+}
+
+// The work factor reads each completed gang's estimate as its own era
+// corrected it: estimates right under the factor of their time give 1.
+func TestWorkFactorByEra(t *testing.T) {
+	eras := FactorEras{{math.MinInt64, 0.5}, {100, 2}}
+	est := []int64{200, 200, 200, 100, 100, 100}
+	ran := []int64{100, 100, 100, 200, 200, 200}
+	arrivals := []int64{10, 20, 30, 100, 110, 120}
+	if got := WorkFactor(est, ran, arrivals, eras); got != 1 {
+		t.Errorf("work factor %g, want 1", got)
+	}
+	// Without the arrivals, every estimate is corrected by the latest
+	// era: 900 s ran against 1,800 s.
+	if got := WorkFactor(est, ran, nil, eras); got != 0.5 {
+		t.Errorf("work factor %g without arrivals, want 0.5", got)
 	}
 }

@@ -148,7 +148,7 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 			}
 			problems = append(problems, fmt.Sprintf("%s: %v", from, err))
 		}
-		v.estimate, v.declared = s.correctEstimate(v.queue, est), est
+		v.estimate, v.declared = s.correctEstimate(v.queue, est, v.arrival), est
 	default:
 		v.estimate = deadlineEstimate(g)
 		if v.estimate == 0 {
@@ -181,13 +181,14 @@ func (s *Store) applySpec(g *gangInfo, v *gangView) {
 }
 
 // correctEstimate is the estimate a gang of queue that declares declared
-// runs by: declared times the queue's factor when the store corrects
-// estimates, declared otherwise (0 stays 0: no estimate).
-func (s *Store) correctEstimate(queue string, declared int64) int64 {
+// and arrived at arrival runs by: declared times the factor of the queue's
+// era of that arrival when the store corrects estimates, declared otherwise
+// (0 stays 0: no estimate).
+func (s *Store) correctEstimate(queue string, declared, arrival int64) int64 {
 	if !s.correcting || declared <= 0 {
 		return declared
 	}
-	return core.CorrectEstimate(declared, s.history[queue].factor(), maxEstimate)
+	return core.CorrectEstimate(declared, s.history[queue].factorAt(arrival), maxEstimate)
 }
 
 // deadlineEstimate is the smallest activeDeadlineSeconds of g's members, or

@@ -28,30 +28,33 @@ const (
 )
 
 // runTimes are the run times of one queue's latest completed gangs, by
-// finish time, oldest first, with the gangs' keys and declared estimates (0
-// for a gang that declared none).
+// finish time, oldest first, with the gangs' keys, declared estimates (0
+// for a gang that declared none) and arrivals.
 type runTimes struct {
-	finish, seconds, estimates []int64
-	gangs                      []string
-	p                          int64   // p90, kept up to date by addGang
-	f                          float64 // the estimate factor, kept up to date by addGang
-	w                          float64 // the work factor, kept up to date by addGang
+	finish, seconds, estimates, arrivals []int64
+	gangs                                []string
+	p                                    int64 // p90, kept up to date by addGang
+	// eras are the estimate factor's by arrival (core.FactorEras), kept up
+	// to date by addGang.
+	eras core.FactorEras
+	w    float64 // the work factor, kept up to date by addGang
 }
 
 // add records a gang that finished at finish (Unix seconds) after running
 // secs seconds; only the historySize latest finishes are kept.
-func (r *runTimes) add(finish, secs int64) { r.addGang("", finish, secs, 0) }
+func (r *runTimes) add(finish, secs int64) { r.addGang("", finish, secs, 0, finish-secs) }
 
 // addGang is add for the gang of key gang, which declared an estimate of
-// estimate seconds (0: none).
-func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
+// estimate seconds (0: none) and arrived at arrival (Unix seconds).
+func (r *runTimes) addGang(gang string, finish, secs, estimate, arrival int64) {
 	i, _ := slices.BinarySearch(r.finish, finish+1) // after equal finishes
 	r.finish = slices.Insert(r.finish, i, finish)
 	r.seconds = slices.Insert(r.seconds, i, secs)
 	r.estimates = slices.Insert(r.estimates, i, estimate)
+	r.arrivals = slices.Insert(r.arrivals, i, arrival)
 	r.gangs = slices.Insert(r.gangs, i, gang)
 	if len(r.finish) > historySize {
-		r.finish, r.seconds, r.estimates, r.gangs = r.finish[1:], r.seconds[1:], r.estimates[1:], r.gangs[1:]
+		r.finish, r.seconds, r.estimates, r.arrivals, r.gangs = r.finish[1:], r.seconds[1:], r.estimates[1:], r.arrivals[1:], r.gangs[1:]
 	}
 	r.p = 0
 	if len(r.seconds) >= historyMin {
@@ -60,15 +63,26 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate int64) {
 		r.p = sorted[(9*len(sorted)+9)/10-1]
 	}
 	var ratios [historySize]float64
+	var arrivals [historySize]int64
 	n := 0
 	for i, est := range r.estimates {
 		if ratio, ok := core.EstimateRatio(est, r.seconds[i]); ok {
-			ratios[n] = ratio
+			ratios[n], arrivals[n] = ratio, r.arrivals[i]
 			n++
 		}
 	}
-	r.f = core.EstimateFactor(ratios[:n], r.factor())
-	r.w = core.WorkFactor(r.estimates, r.seconds, r.f)
+	cur := r.eras.Current()
+	if f := core.EstimateFactor(ratios[:n], cur); f != cur {
+		r.eras = r.eras.Moved(ratios[:n], arrivals[:n], f)
+	}
+	r.w = core.WorkFactor(r.estimates, r.seconds, r.arrivals, r.eras)
+}
+
+// setEras replaces the eras of the factor (restored from a recorded state),
+// and the work factor with them.
+func (r *runTimes) setEras(eras core.FactorEras) {
+	r.eras = slices.Clone(eras)
+	r.w = core.WorkFactor(r.estimates, r.seconds, r.arrivals, r.eras)
 }
 
 // workFactor is what the backlog multiplies the queue's estimates by
@@ -81,15 +95,25 @@ func (r *runTimes) workFactor() float64 {
 	return r.w
 }
 
-// factor is what the queue's declared estimates are multiplied by
-// (core.EstimateFactor over the ratios of run time to declared estimate of
-// those of its latest gangs that declared one): 1 when fewer than
-// core.EstimateSamplesMin did.
+// factor is what the declared estimates of the queue's gangs that arrive
+// now are multiplied by (core.EstimateFactor over the ratios of run time to
+// declared estimate of those of its latest gangs that declared one): 1 when
+// fewer than core.EstimateSamplesMin did.
 func (r *runTimes) factor() float64 {
-	if r == nil || r.f == 0 {
+	if r == nil {
 		return 1
 	}
-	return r.f
+	return r.eras.Current()
+}
+
+// factorAt is what the declared estimate of a gang of the queue that
+// arrived at arrival (Unix seconds) is multiplied by: the factor of its era
+// (core.FactorEras).
+func (r *runTimes) factorAt(arrival int64) float64 {
+	if r == nil {
+		return 1
+	}
+	return r.eras.At(arrival)
 }
 
 // has reports whether the run time of the gang of key gang is recorded.
@@ -111,7 +135,7 @@ func (r *runTimes) p90() int64 {
 // member's start to the last member's finish: the pods' startTime and their
 // containers' finishedAt, or when the store saw them running and finished if
 // those are missing.
-func (s *Store) recordCompletion(g *gangInfo, queue string, declared int64) {
+func (s *Store) recordCompletion(g *gangInfo, queue string, declared, arrival int64) {
 	if g.recorded {
 		return
 	}
@@ -145,9 +169,9 @@ func (s *Store) recordCompletion(g *gangInfo, queue string, declared int64) {
 	}
 	r := s.history[queue]
 	f := r.factor()
-	r.addGang(g.key, finish, max(finish-start, 1), declared)
+	r.addGang(g.key, finish, max(finish-start, 1), declared, arrival)
 	s.historyGen[queue]++
-	if r.factor() != f {
+	if r.factor() != f { // the eras moved (a move always changes the latest)
 		s.factorGen[queue]++
 	}
 }

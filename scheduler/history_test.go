@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -223,5 +224,61 @@ func TestEstimateCorrection(t *testing.T) {
 		if found != 2 {
 			t.Errorf("correcting %v: %d of the queues research and elsewhere in the snapshot, want both", correcting, found)
 		}
+	}
+}
+
+// A queue that padded its estimates twice over (ratios 0.5) and then halves
+// them (ratios 2), as sim.TestEstimatesCorrectedByEra: once the new habit's
+// gangs outnumber the old in its record, the factor moves to 2 for the gangs
+// that arrived from the first of them on (core.FactorEras). A gang that
+// arrived before, still waiting, keeps the factor of its time, as does the
+// expected end of one that runs, and its view is not even copied again.
+func TestEstimateCorrectionByEra(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.now = func() time.Time { return time.Unix(5000, 0) }
+	s.reserving, s.correcting = true, true
+	s.SetNode(testNode("n1", 8))
+	s.SetQueue(testQueue("research"))
+	pod := func(b *podBuilder, created int64, estimate string) *corev1.Pod {
+		p := b.Obj()
+		p.CreationTimestamp = metav1.Unix(created, 0)
+		p.Annotations = map[string]string{AnnotationQueue: "research", AnnotationEstimatedRuntime: estimate}
+		return p
+	}
+	for i := range int64(5) {
+		s.SetPod(pod(testPod(fmt.Sprintf("padded-%d", i)).On("n1", corev1.PodSucceeded).Ran(1000, 1300), 100+i, "600"))
+	}
+	s.SetPod(pod(testPod("old").GPUs(1), 110, "1000"))
+	s.SetPod(pod(testPod("old-run").GPUs(1).On("n1", corev1.PodRunning).Ran(4000, 0), 120, "600"))
+	s.Snapshot() // records the completions
+	check := func(when string, old, new, release int64) {
+		t.Helper()
+		snap, _ := s.Snapshot()
+		if g := gangByID(snap, "ns/old#pod"); g == nil || g.Estimate != old {
+			t.Errorf("%s: the gang that arrived before the change %+v, want estimate %d", when, g, old)
+		}
+		if g := gangByID(snap, "ns/new#pod"); new > 0 && (g == nil || g.Estimate != new) {
+			t.Errorf("%s: the gang that arrived after the change %+v, want estimate %d", when, g, new)
+		}
+		if len(snap.Releases) != 1 || snap.Releases[0].At != release {
+			t.Errorf("%s: releases %+v, want one at %d", when, snap.Releases, release)
+		}
+	}
+	check("padded", 500, 0, 4300)
+	s.SetPod(pod(testPod("new").GPUs(1), 210, "1000"))
+	oldCache := s.gangs["ns/old#pod"].cache
+	estimates := oldCache.estimates
+	for i := range int64(6) {
+		s.SetPod(pod(testPod(fmt.Sprintf("halved-%d", i)).On("n1", corev1.PodSucceeded).Ran(1000, 1300), 200+i, "150"))
+	}
+	s.Snapshot() // records the completions
+	check("halved", 500, 2000, 4300)
+	r := s.history["research"]
+	if r.factor() != 2 || r.factorAt(110) != 0.5 || r.factorAt(200) != 2 {
+		t.Errorf("factor %g now, %g for a gang that arrived at 110, %g at 200; want 2, 0.5, 2 (eras %v)",
+			r.factor(), r.factorAt(110), r.factorAt(200), r.eras)
+	}
+	if oldCache.estimates != estimates {
+		t.Errorf("the view of the gang whose era kept its factor was corrected again %d times", oldCache.estimates-estimates)
 	}
 }

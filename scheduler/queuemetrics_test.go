@@ -86,9 +86,9 @@ func TestQueueMetrics(t *testing.T) {
 	// times: the median is 1.5, the sum 1,800 s against 1,000 s of
 	// estimates, 1.2 times 1.5.
 	for i := range int64(4) {
-		s.store.history["a"].addGang(fmt.Sprintf("ns/done-%d", i), i, 300, 200)
+		s.store.history["a"].addGang(fmt.Sprintf("ns/done-%d", i), i, 300, 200, 0)
 	}
-	s.store.history["a"].addGang("ns/done-4", 4, 600, 200)
+	s.store.history["a"].addGang("ns/done-4", 4, 600, 200, 0)
 	s.store.SetNode(testNode("n0", 8))
 	s.store.SetQueue(queueA)
 	s.store.SetQueue(queueB)

@@ -9,11 +9,13 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
+	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,7 +171,8 @@ func BenchmarkScaleBindingCycle(b *testing.B) {
 // BenchmarkScaleCycleEstimateFactor: a cycle when every gang declares an
 // estimate and the queue's estimate factor changed since the previous
 // cycle (a completion moved its median), so that every view, release and
-// running gang of the queue is computed again; "unchanged" is the same
+// running gang of the queue is computed again (the gangs of every arrival
+// are in the era that moved); "unchanged" is the same
 // cluster with the factor as it was, for comparison.
 func BenchmarkScaleCycleEstimateFactor(b *testing.B) {
 	for _, change := range []bool{false, true} {
@@ -186,7 +189,13 @@ func BenchmarkScaleCycleEstimateFactor(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if change {
-					// What recordCompletion does when the factor moves.
+					// What recordCompletion does when the factor moves,
+					// here for gangs of every arrival (one era).
+					if s.store.history[v1alpha1.DefaultQueue] == nil {
+						s.store.history[v1alpha1.DefaultQueue] = &runTimes{}
+					}
+					f := []float64{1.5, 2}[i%2]
+					s.store.history[v1alpha1.DefaultQueue].setEras(core.FactorEras{{From: math.MinInt64, Factor: f}})
 					s.store.factorGen[v1alpha1.DefaultQueue]++
 				}
 				s.cycle(ctx)

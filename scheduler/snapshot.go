@@ -346,7 +346,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 	s.snapshotPods(snap, order, asked) // podterms.go
 	snap.Holds = s.snapshotHolds(order, now)
 	for _, v := range completed {
-		s.recordCompletion(v.info, v.queue, v.declared)
+		s.recordCompletion(v.info, v.queue, v.declared, v.arrival)
 	}
 	// The core breaks ties between releases by their order: make it the
 	// same whatever the order of the map of gangs.

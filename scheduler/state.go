@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
+
+	"github.com/phalanx-sched/phalanx/core"
 )
 
 // What a new leader needs to decide as the old one would, beyond what the
@@ -40,6 +42,9 @@ const stateKey = "state.json"
 type savedState struct {
 	Holds   map[string][]savedHold `json:"holds,omitempty"`   // by gang key
 	History map[string][]savedRun  `json:"history,omitempty"` // by queue
+	// Eras are the eras of each queue's estimate factor
+	// (core.FactorEras), which its latest runs alone do not give back.
+	Eras map[string]core.FactorEras `json:"eras,omitempty"`
 }
 
 type savedHold struct {
@@ -56,6 +61,9 @@ type savedRun struct {
 	// Estimate is the estimate the gang declared, in seconds; absent if
 	// none.
 	Estimate int64 `json:"estimate,omitempty"`
+	// Arrival is when the gang arrived, in Unix seconds; absent in a state
+	// written before it was recorded (its start is taken instead).
+	Arrival int64 `json:"arrival,omitempty"`
 }
 
 // stateName is the ConfigMap's name for a scheduler serving names, or ""
@@ -86,7 +94,13 @@ func (s *Store) savedState() savedState {
 				st.History = map[string][]savedRun{}
 			}
 			st.History[queue] = append(st.History[queue], savedRun{Gang: r.gangs[i], Finish: r.finish[i], Seconds: r.seconds[i],
-				Estimate: r.estimates[i]})
+				Estimate: r.estimates[i], Arrival: r.arrivals[i]})
+		}
+		if len(r.eras) > 0 {
+			if st.Eras == nil {
+				st.Eras = map[string]core.FactorEras{}
+			}
+			st.Eras[queue] = r.eras
 		}
 	}
 	return st
@@ -125,8 +139,17 @@ func (s *Store) restore(st savedState) {
 				if est < 0 || est > maxEstimate {
 					est = 0 // not a declared estimate: learn the run time alone
 				}
-				r.addGang(run.Gang, run.Finish, run.Seconds, est)
+				arrival := run.Arrival
+				if arrival <= 0 || arrival > run.Finish {
+					arrival = run.Finish - run.Seconds // not recorded: it arrived by its start
+				}
+				r.addGang(run.Gang, run.Finish, run.Seconds, est, arrival)
 			}
+		}
+	}
+	for queue, eras := range st.Eras {
+		if r := s.history[queue]; r != nil && eras.Valid() {
+			r.setEras(eras) // the runs replayed give back the latest era at most
 		}
 	}
 }

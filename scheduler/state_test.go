@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"encoding/json"
+	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,8 +26,11 @@ func TestStateSurvivesRestart(t *testing.T) {
 	old.history["default"] = &runTimes{}
 	for i := range int64(6) {
 		// Each ran twice its declared estimate.
-		old.history["default"].addGang("ns/done-"+string(rune('a'+i)), 100+i, 60*(i+1), 30*(i+1))
+		old.history["default"].addGang("ns/done-"+string(rune('a'+i)), 100+i, 60*(i+1), 30*(i+1), 10+i)
 	}
+	// An era its latest run times alone would not give back: the gangs
+	// that arrived before 13 ran half their estimates.
+	old.history["default"].setEras(core.FactorEras{{From: math.MinInt64, Factor: 0.5}, {From: 13, Factor: 2}})
 	data, err := json.Marshal(old.savedState())
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +61,9 @@ func TestStateSurvivesRestart(t *testing.T) {
 	}
 	if f := fresh.history["default"].factor(); f != 2 {
 		t.Errorf("estimate factor %g after the restart, want 2", f)
+	}
+	if e, was := fresh.history["default"].eras, old.history["default"].eras; !slices.Equal(e, was) {
+		t.Errorf("eras %v after the restart, %v before", e, was)
 	}
 	if w, was := fresh.history["default"].workFactor(), old.history["default"].workFactor(); w != was {
 		t.Errorf("work factor %g after the restart, %g before", w, was)
@@ -96,6 +104,7 @@ func FuzzRestoreState(f *testing.F) {
 	f.Add(`{"history":{"default":[{"gang":"ns/a","finish":100,"seconds":60,"estimate":30}]}}`)
 	f.Add(`{"history":{"q":[{"finish":1,"seconds":9223372036854775807,"estimate":-5},{"finish":-3,"seconds":1,"estimate":1}]}}`)
 	f.Add(`{"holds":{"ns/train":[{"node":"a","amount":{"nvidia.com/gpu":"2"},"until":99999}]}}`)
+	f.Add(`{"history":{"q":[{"finish":100,"seconds":60,"estimate":30,"arrival":20}]},"eras":{"q":[{"from":-9223372036854775808,"factor":0.5},{"from":20,"factor":2}],"r":[{"from":5,"factor":0}]}}`)
 	f.Fuzz(func(t *testing.T, data string) {
 		var st savedState
 		if json.Unmarshal([]byte(data), &st) != nil {
@@ -104,7 +113,7 @@ func FuzzRestoreState(f *testing.F) {
 		s := trainStore(300)
 		s.restore(st)
 		for queue, r := range s.history {
-			if n := len(r.seconds); n > historySize || n != len(r.estimates) || n != len(r.finish) || n != len(r.gangs) {
+			if n := len(r.seconds); n > historySize || n != len(r.estimates) || n != len(r.finish) || n != len(r.gangs) || n != len(r.arrivals) {
 				t.Fatalf("queue %s: %d run times, %d estimates, %d finishes, %d gangs (at most %d)", queue, n,
 					len(r.estimates), len(r.finish), len(r.gangs), historySize)
 			}
@@ -115,6 +124,9 @@ func FuzzRestoreState(f *testing.F) {
 			}
 			if f := r.factor(); !(f >= 1e-3 && f <= 1e3) {
 				t.Fatalf("queue %s: estimate factor %g", queue, f)
+			}
+			if !r.eras.Valid() {
+				t.Fatalf("queue %s: eras %v", queue, r.eras)
 			}
 			if w := r.workFactor(); !(w >= 1e-3 && w <= 1e3) {
 				t.Fatalf("queue %s: work factor %g", queue, w)

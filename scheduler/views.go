@@ -25,8 +25,9 @@ import (
 //     a dimension): Store.epoch;
 //   - its queue's run times, when its estimate comes from them: historyGen.
 // Its queue's estimate factor, when its estimate is corrected by it
-// (factorGen), changes the view's estimate alone: the view is copied with
-// the estimate corrected again rather than computed.
+// (factorGen), changes the view's estimate alone, and only if the factor of
+// the gang's era of arrival moved (core.FactorEras): the view is then
+// copied with the estimate corrected again rather than computed.
 // The parts of the snapshot built from a view (the core's gang, a running
 // gang's members, its releases) are rebuilt with it, and the latter two
 // also when its estimate is corrected again, when the node order changes
@@ -93,12 +94,16 @@ func (s *Store) cached(g *gangInfo) *gangCache {
 		}
 		// Only the queue's factor moved: the view is the same but for
 		// its estimate (computing it again was most of the cycle after a
-		// move at 150,000 pods). The core's gang takes the estimate when
-		// it is copied (gangOf); releases and running members are rebuilt
+		// move at 150,000 pods), and that only if the gang arrived in the
+		// era that moved. The core's gang takes the estimate when it is
+		// copied (gangOf); releases and running members are rebuilt
 		// (estimates).
-		v := *c.view
-		v.estimate = s.correctEstimate(v.queue, v.declared)
-		c.view, c.estimates, c.factors = &v, c.estimates+1, s.factorGen[v.queue]
+		c.factors = s.factorGen[c.view.queue]
+		if est := s.correctEstimate(c.view.queue, c.view.declared, c.view.arrival); est != c.view.estimate {
+			v := *c.view
+			v.estimate = est
+			c.view, c.estimates = &v, c.estimates+1
+		}
 		return c
 	}
 	v := s.view(g)

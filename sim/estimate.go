@@ -286,16 +286,17 @@ func (e EstimateError) estimate(id string, duration int64) int64 {
 }
 
 // queueEstimates corrects the estimates the scheduler gets as the
-// scheduler does (core.EstimateFactor, core.WorkFactor;
-// scheduler/history.go): per queue, the estimates and run times of its
-// latest completed jobs and the factor the median of their ratios gives;
-// the work factor of their sums is derived from them as each completes.
+// scheduler does (core.EstimateFactor, core.FactorEras, core.WorkFactor;
+// scheduler/history.go): per queue, the estimates, run times and arrivals
+// of its latest completed jobs and the eras of the factor the medians of
+// their ratios gave; the work factor of their sums is derived from them as
+// each completes.
 type queueEstimates struct {
 	on bool
-	// est and ran, by queue index, oldest first, at most
-	// core.EstimateSamples, for jobs with both positive.
-	est, ran [][]int64
-	factor   []float64 // by queue index
+	// est, ran and arr, by queue index, oldest completion first, at most
+	// core.EstimateSamples, for jobs with both est and ran positive.
+	est, ran, arr [][]int64
+	eras          []core.FactorEras // by queue index
 	// gen moves whenever a factor changes, so that the policy refreshes
 	// the estimates of the gangs it keeps.
 	gen uint64
@@ -304,39 +305,38 @@ type queueEstimates struct {
 func (q *queueEstimates) init(queues int) {
 	q.est = make([][]int64, queues)
 	q.ran = make([][]int64, queues)
-	q.factor = make([]float64, queues)
-	for i := range q.factor {
-		q.factor[i] = 1
-	}
+	q.arr = make([][]int64, queues)
+	q.eras = make([]core.FactorEras, queues)
 }
 
-// record adds a job of queue that ran ran seconds against an estimate of
-// estimate seconds, and returns the queue's work factor (core.WorkFactor;
-// 1 when nothing is corrected).
-func (q *queueEstimates) record(queue int, estimate, ran int64) (work float64) {
+// record adds a job of queue that arrived at arrival and ran ran seconds
+// against an estimate of estimate seconds, and returns the queue's work
+// factor (core.WorkFactor; 1 when nothing is corrected).
+func (q *queueEstimates) record(queue int, estimate, ran, arrival int64) (work float64) {
 	if _, ok := core.EstimateRatio(estimate, ran); !q.on || !ok {
-		return core.WorkFactor(q.est[queue], q.ran[queue], q.factor[queue])
+		return core.WorkFactor(q.est[queue], q.ran[queue], q.arr[queue], q.eras[queue])
 	}
-	es, rs := append(q.est[queue], estimate), append(q.ran[queue], ran)
+	es, rs, as := append(q.est[queue], estimate), append(q.ran[queue], ran), append(q.arr[queue], arrival)
 	if len(es) > core.EstimateSamples {
-		es, rs = append(es[:0], es[1:]...), append(rs[:0], rs[1:]...)
+		es, rs, as = append(es[:0], es[1:]...), append(rs[:0], rs[1:]...), append(as[:0], as[1:]...)
 	}
-	q.est[queue], q.ran[queue] = es, rs
+	q.est[queue], q.ran[queue], q.arr[queue] = es, rs, as
 	var buf [core.EstimateSamples]float64
 	ratios := buf[:0]
 	for i := range es {
 		r, _ := core.EstimateRatio(es[i], rs[i])
 		ratios = append(ratios, r)
 	}
-	if f := core.EstimateFactor(ratios, q.factor[queue]); f != q.factor[queue] {
-		q.factor[queue] = f
+	cur := q.eras[queue].Current()
+	if f := core.EstimateFactor(ratios, cur); f != cur {
+		q.eras[queue] = q.eras[queue].Moved(ratios, as, f)
 		q.gen++
 	}
-	return core.WorkFactor(es, rs, q.factor[queue])
+	return core.WorkFactor(es, rs, as, q.eras[queue])
 }
 
 // expected is the run time the scheduler expects of j: its estimate,
 // corrected by its queue's record.
 func (s *state) expected(j *job) int64 {
-	return core.CorrectEstimate(j.estimate, s.estimates.factor[j.queue], maxEstimate)
+	return core.CorrectEstimate(j.estimate, s.estimates.eras[j.queue].At(j.spec.Submit), maxEstimate)
 }

@@ -201,6 +201,63 @@ func TestEstimatesCorrectedByQueue(t *testing.T) {
 	}
 }
 
+// habitsSeen binds every gang whose name starts with "done" as it arrives,
+// each on a node of its own, and records the latest estimate of the others.
+type habitsSeen struct {
+	last map[string]int64
+	next int
+}
+
+func (h *habitsSeen) RunCycle(snap *core.Snapshot, now int64) (core.Plan, core.Diagnostics) {
+	var plan core.Plan
+	for _, g := range snap.Gangs {
+		if !strings.HasPrefix(g.ID, "done") {
+			h.last[g.ID] = g.Estimate
+			continue
+		}
+		plan.Binds = append(plan.Binds, core.Bind{Gang: g.ID, Member: g.Pending[0].Name, Node: snap.Nodes[h.next].Name})
+		h.next++
+	}
+	return plan, core.Diagnostics{}
+}
+
+// A queue that pads its estimates twice over, then from 100 s halves them
+// (as scheduler.TestEstimateCorrectionByEra): once the jobs of the new habit
+// outnumber the old in its record, its factor moves from 0.5 to 2, but only
+// for the jobs submitted from 100 s on; the job submitted at 50 s, still
+// waiting, keeps the factor of its time, and its estimate stays right.
+func TestEstimatesCorrectedByEra(t *testing.T) {
+	b := newWorkload().pool("n", 12, gpus(1), cpu(4)).queue("a", 1)
+	for i := range 5 {
+		b = b.job(fmt.Sprintf("done-old-%d", i), at(0), runs(100), inQueue("a"), task("w", 1, gpus(1)))
+	}
+	for i := range 6 {
+		b = b.job(fmt.Sprintf("done-new-%d", i), at(100), runs(100), inQueue("a"), task("w", 1, gpus(1)))
+	}
+	w := b.job("old", at(50), runs(100), inQueue("a"), task("w", 1, gpus(1))).
+		job("new", at(150), runs(100), inQueue("a"), task("w", 1, gpus(1))).
+		job("probe", at(300), runs(100), inQueue("a"), task("w", 1, gpus(1))).
+		build()
+	def, _, err := ParseEstimateErrors("x2,x0.5@100s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, correct := range []bool{true, false} {
+		seen := &habitsSeen{last: map[string]int64{}}
+		if _, err := run(w, "fake", seen, gangOptions{correctEstimates: correct}, Options{EstimateError: def}); err != nil {
+			t.Fatal(err)
+		}
+		// Declared: old 200 (padded), new and probe 50 (halved).
+		want := map[string]int64{"old": 200, "new": 50, "probe": 50}
+		if correct {
+			want = map[string]int64{"old": 100, "new": 100, "probe": 100}
+		}
+		if diff := cmp.Diff(want, seen.last); diff != "" {
+			t.Errorf("correcting %v: estimates at the last cycle (-want +got):\n%s", correct, diff)
+		}
+	}
+}
+
 // releasesSeen records the releases of every cycle.
 type releasesSeen struct {
 	at       []int64
