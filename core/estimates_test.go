@@ -161,17 +161,44 @@ func TestFactorErasMoved(t *testing.T) {
 	// gangs.
 	var many FactorEras = FactorEras{{minFrom, 1}}
 	for i := range int64(2 * MaxFactorEras) {
-		f := 2.0
-		if i%2 == 1 {
-			f = 1
-		}
-		many = many.Moved([]float64{f, f, f, f, f}, []int64{10*i + 1, 10*i + 2, 10*i + 3, 10*i + 4, 10*i + 5}, f)
+		was, f := many.Current(), 4/many.Current()
+		many = many.Moved([]float64{was, was, f, f, f}, []int64{10*i + 1, 10*i + 2, 10*i + 3, 10*i + 4, 10*i + 5}, f)
 	}
 	if len(many) != MaxFactorEras || !many.Valid() {
 		t.Fatalf("%d eras, valid %v; want %d, valid", len(many), many.Valid(), MaxFactorEras)
 	}
 	if got, want := many.At(-5), many[0].Factor; got != want {
 		t.Errorf("the oldest kept era covers the earlier arrivals: %g, want %g", got, want)
+	}
+}
+
+// A move that the gangs before the split do not contradict, as when noise
+// around right estimates moves the median past the band, moves the factor
+// of the latest era and starts none: the earlier gangs' median ratio must
+// lie at least FactorEraChange (twice) from the new factor.
+func TestFactorErasNoise(t *testing.T) {
+	eras := FactorEras{{math.MinInt64, 2}, {100, 1}}
+	noisy := eras.Moved([]float64{0.9, 1.1, 1.3, 1.4, 1.3}, []int64{110, 120, 130, 140, 150}, 1.3)
+	if want := (FactorEras{{math.MinInt64, 2}, {100, 1.3}}); !slices.Equal(noisy, want) {
+		t.Errorf("eras %v, want %v", noisy, want)
+	}
+	// 1.9 times apart: not yet; 2.1 times: an era.
+	for _, c := range []struct {
+		f    float64
+		want FactorEras
+	}{
+		{1.9, FactorEras{{math.MinInt64, 2}, {100, 1.9}}},
+		{2.1, FactorEras{{math.MinInt64, 2}, {100, 1}, {130, 2.1}}},
+	} {
+		got := eras.Moved([]float64{1, 1, c.f, c.f, c.f}, []int64{110, 120, 130, 140, 150}, c.f)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("earlier gangs at 1, the new factor %g: eras %v, want %v", c.f, got, c.want)
+		}
+	}
+	// Only gangs of the new factor: nothing to split from.
+	all := eras.Moved([]float64{3, 3, 3, 3, 3}, []int64{110, 120, 130, 140, 150}, 3)
+	if want := (FactorEras{{math.MinInt64, 2}, {100, 3}}); !slices.Equal(all, want) {
+		t.Errorf("eras %v, want %v", all, want)
 	}
 }
 
