@@ -198,9 +198,7 @@ type FactorEras []FactorEra
 const FactorEraChange = 2
 
 // MaxFactorEras bounds how many eras a queue keeps: beyond, the oldest is
-// dropped, and the next covers its gangs. Noise around right estimates
-// moves the factor at about one completion in a hundred (docs/evaluation.md),
-// each move an era.
+// dropped, and the next covers its gangs.
 const MaxFactorEras = 32
 
 // At is the factor of a gang that arrived at arrival.
@@ -278,11 +276,12 @@ func (es FactorEras) Moved(ratios []float64, arrivals []int64, f float64) Factor
 			best, split = cost, s
 		}
 	}
-	var olds [EstimateSamples]float64
-	for k := range split {
-		olds[k] = ratios[idx[k]]
+	var obuf [EstimateSamples]float64
+	olds := obuf[:0]
+	for _, i := range idx[:split] {
+		olds = append(olds, ratios[i])
 	}
-	if m := median(olds[:split]); split == 0 || m*FactorEraChange > f && m < f*FactorEraChange {
+	if m := median(olds); split == 0 || m*FactorEraChange > f && m < f*FactorEraChange {
 		// The earlier gangs do not contradict the new factor: no habit
 		// changed, the factor of the latest era moves.
 		out := slices.Clone(es)

@@ -202,6 +202,25 @@ func TestFactorErasNoise(t *testing.T) {
 	}
 }
 
+// More ratios than EstimateSamples (Moved is not given more by the drivers,
+// but nothing stops a caller): still valid eras, split where the habit
+// changed.
+func TestFactorErasMovedLong(t *testing.T) {
+	var ratios []float64
+	var arrivals []int64
+	for i := range 3 * EstimateSamples {
+		r := 0.5
+		if i >= 2*EstimateSamples {
+			r = 2
+		}
+		ratios, arrivals = append(ratios, r), append(arrivals, int64(i))
+	}
+	got := FactorEras{{math.MinInt64, 0.5}}.Moved(ratios, arrivals, 2)
+	if want := (FactorEras{{math.MinInt64, 0.5}, {2 * EstimateSamples, 2}}); !slices.Equal(got, want) {
+		t.Errorf("eras %v, want %v", got, want)
+	}
+}
+
 func TestFactorErasValid(t *testing.T) {
 	for _, c := range []struct {
 		eras FactorEras
