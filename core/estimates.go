@@ -170,7 +170,7 @@ func WorkFactor(estimates, ran, arrivals []int64, eras FactorEras) float64 {
 // stops explaining their ratios and the new one starts, and the new factor
 // applies to the gangs that arrived from there on, the gangs that arrived
 // before keeping the factor of their time, as long as those ran, in the
-// median, at least twice or at most half what the new factor says
+// median, at least twice or at most half what the later ones ran
 // (FactorEraChange); otherwise the latest era's factor moves, as a queue's
 // single factor did.
 
@@ -185,9 +185,9 @@ type FactorEra struct {
 // every earlier arrival. None means a factor of 1 for all.
 type FactorEras []FactorEra
 
-// FactorEraChange is how far, at least, the median ratio of the gangs that
-// arrived before a split must lie from the new factor for the split to
-// start an era: twice or half, the smallest change of habits the
+// FactorEraChange is how far apart, at least, the median ratios of the gangs
+// that arrived before a split and after it must lie for the split to start
+// an era: twice or half, the smallest change of habits the
 // evaluation models (a team padding its estimates twice over, or halving
 // them). Noise alone also splits the latest completions by arrival, since
 // shortest estimate first starts the underestimated gangs sooner, so that
@@ -245,8 +245,12 @@ func (es FactorEras) Current() float64 {
 // arrival that best splits them, in order of arrival, into earlier ones near
 // the factor of their time and later ones near f (the least sum of the
 // distances of their logarithms); later eras are dropped, earlier ones kept.
-// Unless the earlier ones' median ratio lies FactorEraChange or more from f,
-// no era starts: the latest era's factor becomes f.
+// Unless the earlier ones' median ratio and the later ones' lie
+// FactorEraChange or more apart, with EstimateSamplesMin or more on each
+// side, no era starts: the latest era's factor becomes f. (Not f but the
+// later ones' median is compared with the earlier ones': halfway through a
+// change, the median of all of them lies between the two habits, and f with
+// it.)
 // The first factor learned (es empty) applies to every arrival. es is not
 // modified.
 func (es FactorEras) Moved(ratios []float64, arrivals []int64, f float64) FactorEras {
@@ -276,14 +280,20 @@ func (es FactorEras) Moved(ratios []float64, arrivals []int64, f float64) Factor
 			best, split = cost, s
 		}
 	}
-	var obuf [EstimateSamples]float64
-	olds := obuf[:0]
-	for _, i := range idx[:split] {
-		olds = append(olds, ratios[i])
+	var obuf, nbuf [EstimateSamples]float64
+	olds, news := obuf[:0], nbuf[:0]
+	for k, i := range idx {
+		if k < split {
+			olds = append(olds, ratios[i])
+		} else {
+			news = append(news, ratios[i])
+		}
 	}
-	if m := median(olds); split == 0 || m*FactorEraChange > f && m < f*FactorEraChange {
-		// The earlier gangs do not contradict the new factor: no habit
-		// changed, the factor of the latest era moves.
+	if mo, mn := median(olds), median(news); len(olds) < EstimateSamplesMin || len(news) < EstimateSamplesMin ||
+		mo*FactorEraChange > mn && mn*FactorEraChange > mo {
+		// The earlier and later gangs ran alike, or too few are on one
+		// side to tell: no habit changed, the factor of the latest era
+		// moves.
 		out := slices.Clone(es)
 		out[len(out)-1].Factor = f
 		return out

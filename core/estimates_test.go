@@ -139,20 +139,20 @@ func TestFactorErasMoved(t *testing.T) {
 	// A later move whose split lies before the latest era's start replaces
 	// it; the earlier eras stay.
 	three := FactorEras{{minFrom, 1}, {10, 2}, {20, 0.5}}
-	again := three.Moved([]float64{2, 2, 4, 4, 4}, []int64{12, 14, 15, 16, 30}, 4)
+	again := three.Moved([]float64{2, 2, 2, 2, 2, 4, 4, 4, 4, 4}, []int64{11, 12, 13, 14, 14, 15, 16, 20, 25, 30}, 4)
 	if want := (FactorEras{{minFrom, 1}, {10, 2}, {15, 4}}); !slices.Equal(again, want) {
 		t.Errorf("eras %v, want %v", again, want)
 	}
 	// A split before the later eras' starts: the factor that applied
 	// before it stays for the earlier arrivals.
-	early := three.Moved([]float64{1, 4, 4, 4, 4}, []int64{3, 5, 6, 7, 8}, 4)
+	early := three.Moved([]float64{1, 1, 1, 1, 1, 4, 4, 4, 4, 4}, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 4)
 	if want := (FactorEras{{minFrom, 1}, {5, 4}}); !slices.Equal(early, want) {
 		t.Errorf("eras %v, want %v", early, want)
 	}
 	// Before every era's start (the oldest were dropped): the first era's
 	// factor, which covered those arrivals, stays for them.
 	trimmed := FactorEras{{50, 2}, {60, 0.5}}
-	before := trimmed.Moved([]float64{2, 2, 4, 4, 4}, []int64{30, 35, 40, 45, 70}, 4)
+	before := trimmed.Moved([]float64{2, 2, 2, 2, 2, 4, 4, 4, 4, 4}, []int64{30, 31, 32, 33, 34, 40, 45, 50, 60, 70}, 4)
 	if want := (FactorEras{{minFrom, 2}, {40, 4}}); !slices.Equal(before, want) {
 		t.Errorf("eras %v, want %v", before, want)
 	}
@@ -162,7 +162,12 @@ func TestFactorErasMoved(t *testing.T) {
 	var many FactorEras = FactorEras{{minFrom, 1}}
 	for i := range int64(2 * MaxFactorEras) {
 		was, f := many.Current(), 4/many.Current()
-		many = many.Moved([]float64{was, was, f, f, f}, []int64{10*i + 1, 10*i + 2, 10*i + 3, 10*i + 4, 10*i + 5}, f)
+		ratios := []float64{was, was, was, was, was, f, f, f, f, f}
+		var arrivals []int64
+		for k := range int64(10) {
+			arrivals = append(arrivals, 10*i+k)
+		}
+		many = many.Moved(ratios, arrivals, f)
 	}
 	if len(many) != MaxFactorEras || !many.Valid() {
 		t.Fatalf("%d eras, valid %v; want %d, valid", len(many), many.Valid(), MaxFactorEras)
@@ -182,15 +187,23 @@ func TestFactorErasNoise(t *testing.T) {
 	if want := (FactorEras{{math.MinInt64, 2}, {100, 1.3}}); !slices.Equal(noisy, want) {
 		t.Errorf("eras %v, want %v", noisy, want)
 	}
-	// 1.9 times apart: not yet; 2.1 times: an era.
+	// 1.9 times apart: not yet; 2.1 times: an era; 2.1 times but four
+	// gangs before the split: too few to tell.
+	arrivals := []int64{110, 111, 112, 113, 114, 130, 140, 150, 160, 170}
 	for _, c := range []struct {
-		f    float64
-		want FactorEras
+		f      float64
+		before int
+		want   FactorEras
 	}{
-		{1.9, FactorEras{{math.MinInt64, 2}, {100, 1.9}}},
-		{2.1, FactorEras{{math.MinInt64, 2}, {100, 1}, {130, 2.1}}},
+		{1.9, 5, FactorEras{{math.MinInt64, 2}, {100, 1.9}}},
+		{2.1, 5, FactorEras{{math.MinInt64, 2}, {100, 1}, {130, 2.1}}},
+		{2.1, 4, FactorEras{{math.MinInt64, 2}, {100, 2.1}}},
 	} {
-		got := eras.Moved([]float64{1, 1, c.f, c.f, c.f}, []int64{110, 120, 130, 140, 150}, c.f)
+		ratios := []float64{1, 1, 1, 1, 1, c.f, c.f, c.f, c.f, c.f}
+		if c.before == 4 {
+			ratios[4] = c.f
+		}
+		got := eras.Moved(ratios, arrivals, c.f)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("earlier gangs at 1, the new factor %g: eras %v, want %v", c.f, got, c.want)
 		}
@@ -199,6 +212,31 @@ func TestFactorErasNoise(t *testing.T) {
 	all := eras.Moved([]float64{3, 3, 3, 3, 3}, []int64{110, 120, 130, 140, 150}, 3)
 	if want := (FactorEras{{math.MinInt64, 2}, {100, 3}}); !slices.Equal(all, want) {
 		t.Errorf("eras %v, want %v", all, want)
+	}
+}
+
+// Halfway through a change of habits the median of the latest completions
+// lies between the two habits (for an even count, the geometric mean of the
+// middle two: about 0.99 between 0.5 and 1.96), and the factor moves there. The
+// gangs that arrived before the change still ran at 0.5: they keep it
+// (compared with the median of all, about 0.99, they would not look twice apart),
+// and the later ones get the factor of their era as it follows.
+func TestFactorErasHalfway(t *testing.T) {
+	eras := FactorEras{{math.MinInt64, 0.5}}
+	ratios := []float64{0.5, 0.5, 0.5, 0.5, 0.5, 1.96, 1.96, 1.96, 1.96, 1.96}
+	arrivals := []int64{1, 2, 3, 4, 5, 10, 11, 12, 13, 14}
+	f := EstimateFactor(ratios, eras.Current())
+	if want := math.Sqrt(0.5 * 1.96); math.Abs(f-want) > 1e-12 {
+		t.Fatalf("the median halfway %g, want %g", f, want)
+	}
+	halfway := eras.Moved(ratios, arrivals, f)
+	if want := (FactorEras{{math.MinInt64, 0.5}, {10, f}}); !slices.Equal(halfway, want) {
+		t.Fatalf("halfway: eras %v, want %v", halfway, want)
+	}
+	ratios, arrivals = append(ratios[1:], 1.96), append(arrivals[1:], 15)
+	f = EstimateFactor(ratios, halfway.Current())
+	if got, want := halfway.Moved(ratios, arrivals, f), (FactorEras{{math.MinInt64, 0.5}, {10, 1.96}}); f != 1.96 || !slices.Equal(got, want) {
+		t.Errorf("one more of the new habit: factor %g, eras %v; want 1.96, %v", f, got, want)
 	}
 }
 
