@@ -191,10 +191,9 @@ type FactorEras []FactorEra
 // evaluation models (a team padding its estimates twice over, or halving
 // them). Noise alone also splits the latest completions by arrival, since
 // shortest estimate first starts the underestimated gangs sooner, so that
-// those that waited longer lean the other way; with a quarter squared
-// (about 1.56) noisy queues still started eras on the evaluation's traces,
-// and the traces meeting every target at noise=0.5 fell from 9 to 8
-// (docs/evaluation.md, "Factors by era of arrival").
+// those that waited longer lean the other way. With twice, the evaluation's
+// traces with noise=0.5 give the figures of a single factor per queue to
+// within a thousandth (docs/evaluation.md, "Factors by era of arrival").
 const FactorEraChange = 2
 
 // MaxFactorEras bounds how many eras a queue keeps: beyond, the oldest is
