@@ -70,7 +70,8 @@ const (
 	DefaultWeighLoss = true
 	// DefaultCorrectEstimates: declared run-time estimates are multiplied
 	// by how the queue's latest gangs ran against theirs (the median ratio,
-	// followed when it moves more than a quarter away; core.EstimateFactor).
+	// followed when it moves more than a quarter away; core.EstimateFactor),
+	// by era of arrival (core.FactorEras).
 	DefaultCorrectEstimates = true
 )
 

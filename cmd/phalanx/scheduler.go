@@ -172,7 +172,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.correctEst, "correct-estimates", config.DefaultCorrectEstimates,
 		"multiply a gang's declared estimate by the median ratio of run time to declared estimate of its queue's\n"+
 			"latest 50 completed gangs that declared one (from 5 on; the factor follows the median when it moves more\n"+
-			"than a quarter away); the backlog also multiplies them by those gangs' run times over their corrected\n"+
+			"than a quarter away; when a queue's habits change, the gangs that arrived before keep the factor of their\n"+
+			"time); the backlog also multiplies them by those gangs' run times over their corrected\n"+
 			"estimates, in sum")
 	fs.DurationVar(&f.preemptionGrace, "preemption-grace-period", 0,
 		"cap on the termination grace period of evicted pods; 0 leaves each pod its own")

@@ -99,7 +99,8 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx evicts only when the victims lose no more GPU time than the preemptor gains by starting before their estimated ends")
 	fs.BoolVar(&f.correctEstimates, "correct-estimates", config.DefaultCorrectEstimates,
 		"phalanx multiplies a job's estimate by the median ratio of run time to estimate of its queue's latest 50 completed jobs "+
-			"(from 5 on; the factor follows the median when it moves more than a quarter away); the backlog also multiplies "+
+			"(from 5 on; the factor follows the median when it moves more than a quarter away; when a queue's habits change, "+
+			"the jobs that arrived before keep the factor of their time); the backlog also multiplies "+
 			"them by those jobs' run times over their corrected estimates, in sum")
 	fs.DurationVar(&f.gracePeriod, "grace-period", sim.DefaultGracePeriod*time.Second,
 		"an evicted pod keeps its node for `D` while it terminates (0: it leaves at once)")
