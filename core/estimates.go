@@ -238,6 +238,18 @@ func (es FactorEras) Current() float64 {
 	return es[len(es)-1].Factor
 }
 
+// Follow returns the eras after a completion, given the ratios and
+// arrivals, in the same order, of the queue's latest completed gangs with a
+// declared estimate: Moved, if EstimateFactor moves the factor from
+// Current; es itself otherwise. A move always changes Current.
+func (es FactorEras) Follow(ratios []float64, arrivals []int64) FactorEras {
+	cur := es.Current()
+	if f := EstimateFactor(ratios, cur); f != cur {
+		return es.Moved(ratios, arrivals, f)
+	}
+	return es
+}
+
 // Moved returns the eras once the factor moved to f (EstimateFactor, given
 // Current, returned f), given the ratios and arrivals of the completed gangs
 // that moved it, in the same order: a new era of factor f starts at the
@@ -265,12 +277,11 @@ func (es FactorEras) Moved(ratios []float64, arrivals []int64, f float64) Factor
 		idx = append(idx, i)
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(arrivals[a], arrivals[b]) })
-	ln := math.Log(f)
 	dist := func(k int, factor float64) float64 { return math.Abs(math.Log(ratios[idx[k]]) - math.Log(factor)) }
 	// cost(s): the first s near their era's factor, the rest near f.
 	cost := 0.0
 	for k := range idx {
-		cost += math.Abs(math.Log(ratios[idx[k]]) - ln)
+		cost += dist(k, f)
 	}
 	best, split := cost, 0
 	for s := 1; s < n; s++ {

@@ -71,10 +71,7 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate, arrival int64) {
 			n++
 		}
 	}
-	cur := r.eras.Current()
-	if f := core.EstimateFactor(ratios[:n], cur); f != cur {
-		r.eras = r.eras.Moved(ratios[:n], arrivals[:n], f)
-	}
+	r.eras = r.eras.Follow(ratios[:n], arrivals[:n])
 	r.w = core.WorkFactor(r.estimates, r.seconds, r.arrivals, r.eras)
 }
 

@@ -327,9 +327,8 @@ func (q *queueEstimates) record(queue int, estimate, ran, arrival int64) (work f
 		r, _ := core.EstimateRatio(es[i], rs[i])
 		ratios = append(ratios, r)
 	}
-	cur := q.eras[queue].Current()
-	if f := core.EstimateFactor(ratios, cur); f != cur {
-		q.eras[queue] = q.eras[queue].Moved(ratios, as, f)
+	if eras := q.eras[queue].Follow(ratios, as); eras.Current() != q.eras[queue].Current() {
+		q.eras[queue] = eras
 		q.gen++
 	}
 	return core.WorkFactor(es, rs, as, q.eras[queue])
