@@ -33,7 +33,7 @@
 # kube-controller-manager's modules shared with hack/k8s-tools are pinned at the versions there, so
 # whichever of the two builds comes second takes the packages they share from GOCACHE: right after
 # a cold hack/k8s-tools/build.sh (648 s, GOCACHE empty before it), kube-controller-manager took
-# 101 s pinned and 557 s unpinned (2026-11-25).
+# 101 s pinned and 557 s unpinned (2026-11-25, modules downloaded).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -169,7 +169,10 @@ mkdir -p "$kcm"
 # Every module it shares with hack/k8s-tools is then pinned at the version selected there. Left to
 # its own selection, this module picks older versions of some of them (golang.org/x/sys, grpc,
 # protobuf, ...), and every package above those compiles again rather than coming from the GOCACHE
-# that kube-apiserver's build filled. The modules only kube-controller-manager uses keep theirs.
+# that kube-apiserver's build filled. The staging modules (k8s.io/api, client-go, ...) are pinned
+# too, though both modules replace them with the same version: the version required (v0.0.0 from
+# k8s.io/kubernetes, the release in hack/k8s-tools) enters the cache keys of their compiled packages
+# (checked with `go list -export`). The modules only kube-controller-manager uses keep theirs.
 (
   cd "$kcm"
   GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" go list -deps -f '{{with .Module}}{{.Path}}{{end}}' \
@@ -178,13 +181,10 @@ mkdir -p "$kcm"
     FNR == NR { used[$1] = 1; next }
     /^(require|replace) \($/ { block = $1; next }
     block != "" && /^\)/ { block = ""; next }
-    block == "replace" { replaced[$1] = 1; next }
     block == "require" && NF >= 2 { version[$1] = $2; next }
     $1 == "require" && NF >= 3 { version[$2] = $3 }
-    END {
-      for (m in version)
-        if ((m in used) && !(m in replaced) && m != "k8s.io/kubernetes") print "\t" m " " version[m]
-    }' used.txt "$k8s_tools/go.mod" | sort)
+    END { for (m in version) if ((m in used) && m != "k8s.io/kubernetes") print "\t" m " " version[m] }
+  ' used.txt "$k8s_tools/go.mod" | sort)
   [[ -n $pins ]] || { log "kube-controller-manager: no module shared with $k8s_tools/go.mod"; exit 1; }
   printf '\nrequire (\n%s\n)\n' "$pins" >>go.mod
   GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
