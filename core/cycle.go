@@ -601,7 +601,7 @@ type cycleMemory struct {
 	sorter  gangSorter
 	wants   []Vector
 	gangs   []*Gang
-	cands   []*Gang
+	cands   []candidate
 	waiting []waiter
 	// releases holds the snapshot's releases at their expected ends when
 	// some have passed (sortedReleases).

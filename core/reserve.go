@@ -54,6 +54,16 @@ import (
 // drain nodes. When little waits, the floor alone applies. A queue's own
 // ReserveAfter is taken as it is (docs/evaluation.md).
 //
+// With Config.ReserveAhead, a gang becomes a candidate that long before it
+// is due (its threshold, ReserveAfter or the backlog), and its reservation
+// starts no sooner than it is due: until then its nodes take only the gangs
+// expected to end by then, besides the reserved gang itself, which may start
+// as soon as it fits. The nodes stop taking long work ahead of time and keep
+// taking short work, gangs of any size among it, rather than draining only
+// once the gang is due, so it starts about when it is due rather than that
+// plus the time its nodes take to drain (docs/evaluation.md, "An eighth
+// pass").
+//
 // Reservations are computed afresh every cycle from the snapshot, so they
 // follow what actually happens: a job that ends early brings T forward, one
 // that overruns its estimate pushes it back. A member past its estimated
@@ -90,6 +100,7 @@ const reserveTries = 4
 func (c *cycle) reserve(schedulable Vector) {
 	cands, waiting := c.mem.cands[:0], c.mem.waiting[:0]
 	defer func() { c.mem.cands, c.mem.waiting = cands[:0], waiting }()
+	ahead := c.cfg.ReserveAhead
 	var bl backlog
 	if c.cfg.ReserveAfterBacklog && c.cfg.ReserveAfter > 0 {
 		bl = c.backlog(schedulable)
@@ -113,16 +124,21 @@ func (c *cycle) reserve(schedulable Vector) {
 			if !own && bl.per > 0 {
 				wait = max(after, bl.without(g, qs.wants[i], qs.q.WorkFactor))
 			}
-			if !isHead && (wait <= 0 || c.now-g.Arrival < wait) {
-				if wait > 0 {
-					waiting = append(waiting, waiter{g, g.Arrival + wait})
-				}
+			if !isHead && wait <= 0 {
 				continue
+			}
+			var due int64 // when g is due, if its reservation may start no sooner
+			if !isHead {
+				due = g.Arrival + wait
+				if c.now < due-ahead {
+					waiting = append(waiting, waiter{g, due - ahead})
+					continue
+				}
 			}
 			if _, over := exceeds(qs.allocated.Add(qs.wants[i]), qs.q.Capability); over {
 				continue // its queue would not let it run: reserving would only idle nodes
 			}
-			cands = append(cands, g)
+			cands = append(cands, candidate{g, due})
 		}
 	}
 	if len(cands) == 0 {
@@ -152,7 +168,9 @@ func (c *cycle) reserve(schedulable Vector) {
 		if len(c.resvs) == limit || tries == reserveTries*limit {
 			break
 		}
-		cand, cands = popCand(cands)
+		var next candidate
+		next, cands = popCand(cands)
+		cand = next.g
 		rel := releases
 		if c.queues[cand.Queue].share > 1 {
 			if ownRoom == nil {
@@ -182,6 +200,11 @@ func (c *cycle) reserve(schedulable Vector) {
 		res, placed := c.reserveFor(fs, cand, rel, taken)
 		if res == nil {
 			continue
+		}
+		if next.due > res.start {
+			// Reserved ahead: the gang's room is there before it is due,
+			// and gangs that end by then may use it meanwhile.
+			res.start = next.due
 		}
 		c.resvs = append(c.resvs, res)
 		taken = append(taken, placed...)
@@ -350,35 +373,43 @@ func candBefore(a, b *Gang) bool {
 	return gangBefore(a, b)
 }
 
+// candidate is a gang that may get a reservation in this cycle; due, when
+// > 0, is when it is due, before which its reservation does not start
+// (Config.ReserveAhead).
+type candidate struct {
+	g   *Gang
+	due int64
+}
+
 // heapifyCands makes h a heap by candBefore, the first candidate on top.
-func heapifyCands(h []*Gang) {
+func heapifyCands(h []candidate) {
 	for i := len(h)/2 - 1; i >= 0; i-- {
 		siftCand(h, i)
 	}
 }
 
 // popCand returns the first candidate of heap h and the heap without it.
-func popCand(h []*Gang) (*Gang, []*Gang) {
+func popCand(h []candidate) (candidate, []candidate) {
 	top := h[0]
 	last := len(h) - 1
 	h[0] = h[last]
-	h[last] = nil
+	h[last] = candidate{}
 	h = h[:last]
 	siftCand(h, 0)
 	return top, h
 }
 
-func siftCand(h []*Gang, i int) {
+func siftCand(h []candidate, i int) {
 	for {
 		l := 2*i + 1
 		if l >= len(h) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(h) && candBefore(h[r], h[l]) {
+		if r := l + 1; r < len(h) && candBefore(h[r].g, h[l].g) {
 			m = r
 		}
-		if !candBefore(h[m], h[i]) {
+		if !candBefore(h[m].g, h[i].g) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]

@@ -436,6 +436,66 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 	}
 }
 
+// Reserved ahead: big, due at 3600 s, gets its nodes ReserveAhead before,
+// for a reservation that starts at 3600 although both nodes are free by
+// 1000. Until then gangs expected to end by 3600 may use them, long among
+// them (it ends at 1500); unknown, without an estimate, may not.
+func TestReserveAhead(t *testing.T) {
+	cfg := Config{ReserveAfter: 3600, ReserveAhead: 3600}
+	plan, diag := runAt(t, reservationSnapshot(), cfg, 500)
+	if diff := cmp.Diff([]string{"long", "short"}, keys(placed(plan))); diff != "" {
+		t.Errorf("placed (-want +got):\n%s", diff)
+	}
+	got := pendingOf(diag)
+	if msg := got["big"].Message; !strings.Contains(msg, "2 node(s) reserved for it; expected to start in 51m40s") {
+		t.Errorf("big: %q does not give its reservation from 3600 s", msg)
+	}
+	if msg := got["unknown"].Message; !strings.Contains(msg, "2 reserved for gang big)") {
+		t.Errorf("unknown: %q does not say the nodes are reserved", msg)
+	}
+	if start, ok := reservationStart(diag, "big"); !ok || start != 3600 {
+		t.Errorf("big's reservation starts at %d (held %v), want 3600", start, ok)
+	}
+	// Nodes that free after the gang is due: the reservation starts when
+	// they free, as without reserving ahead, before and after it is due.
+	for _, now := range []int64{500, 3600} {
+		s := reservationSnapshot()
+		s.Releases[0].At = 5000
+		if _, diag = runAt(t, s, cfg, now); func() bool { start, ok := reservationStart(diag, "big"); return !ok || start != 5000 }() {
+			start, ok := reservationStart(diag, "big")
+			t.Errorf("at %d s, with b busy until 5000 s, big's reservation starts at %d (held %v), want 5000", now, start, ok)
+		}
+	}
+	// Due further ahead than ReserveAhead: nothing reserved yet, and the
+	// plan says when that changes.
+	cfg.ReserveAhead = 1000
+	plan, diag = runAt(t, reservationSnapshot(), cfg, 500)
+	if _, ok := reservationStart(diag, "big"); ok {
+		t.Errorf("2600 s before its due time, with ReserveAhead 1000 s, big has a reservation")
+	}
+	if plan.Until > 2600 || plan.Until <= 500 {
+		t.Errorf("Plan.Until %d, want at most 2600, when big may be reserved for", plan.Until)
+	}
+	if _, diag = runAt(t, reservationSnapshot(), cfg, 2600); !func() bool { _, ok := reservationStart(diag, "big"); return ok }() {
+		t.Errorf("at 2600 s, 1000 s before its due time, big has no reservation")
+	}
+	if _, err := New(Config{ReserveAfter: 60, ReserveAhead: -1}); err == nil {
+		t.Errorf("a negative ReserveAhead is accepted")
+	}
+}
+
+// reservationStart returns when the reservation of gang starts, if the
+// diagnostics say it holds one.
+func reservationStart(d Diagnostics, gang string) (int64, bool) {
+	for _, st := range d.Pending {
+		if st.Gang == gang {
+			_, start, ok := st.Reservation()
+			return start, ok
+		}
+	}
+	return 0, false
+}
+
 // A gang's hold wins over a reservation that shares its node. Node a is
 // empty but 4 of its GPUs are held for the preemptor, whose victims were
 // there; node b is busy until t=11000. The long-waiting gang (3 x 4 GPUs)

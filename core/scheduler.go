@@ -36,6 +36,12 @@ type Config struct {
 	// cluster needs to run the work waiting now (backlog). A queue's own
 	// ReserveAfter is exact and ignores it (reserve.go).
 	ReserveAfterBacklog bool
+	// ReserveAhead, in seconds, makes a gang a candidate for a reservation
+	// that long before it is due (ReserveAfter, the backlog or its queue's
+	// ReserveAfter), with a reservation that starts no sooner than it is
+	// due: until then its nodes take only gangs expected to end by then
+	// (reserve.go). 0 reserves for a gang only once it is due.
+	ReserveAhead int64
 	// Reservations is how many waiting gangs may hold reservations in one
 	// cycle, taken by priority then arrival (reserve.go); 0 means 1. Each
 	// later one is computed as if the earlier ones ran as estimated, so
@@ -131,6 +137,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.Reservations < 0 || cfg.Reservations > MaxReservations {
 		return nil, fmt.Errorf("core: reservations %d is out of range 0 to %d", cfg.Reservations, MaxReservations)
+	}
+	if cfg.ReserveAhead < 0 {
+		return nil, fmt.Errorf("core: reserve-ahead %d is negative", cfg.ReserveAhead)
 	}
 	if cfg.ReclaimAfter < 0 {
 		return nil, fmt.Errorf("core: reclaim-after %d is negative", cfg.ReclaimAfter)

@@ -55,6 +55,10 @@ type Options struct {
 	// long as the cluster needs to run the work waiting now
 	// (core.Config.ReserveAfterBacklog).
 	ReserveAfterBacklog bool
+	// ReserveAhead is how long before a gang is due nodes may be reserved
+	// for it, for a reservation that starts no sooner than it is due
+	// (core.Config.ReserveAhead). Whole seconds; a fraction rounds up.
+	ReserveAhead time.Duration
 	// Reservations is how many waiting gangs may hold reservations at once;
 	// 0 means 1.
 	Reservations int
@@ -162,6 +166,7 @@ func (o *Options) Validate() error {
 		value time.Duration
 	}{
 		{"--reserve-after", o.ReserveAfter},
+		{"--reserve-ahead", o.ReserveAhead},
 		{"--preemption-grace-period", o.PreemptionGracePeriod},
 		{"--hold-failed-member", o.HoldFailedMember},
 		{"--partial-gang-timeout", o.PartialGangTimeout},
@@ -282,7 +287,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
 		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly,
 		PreemptMinRuntime: seconds(opts.PreemptMinRuntime), ReclaimMinRuntime: seconds(opts.ReclaimMinRuntime),
-		WeighLoss: opts.WeighLoss, ReserveAfterBacklog: opts.ReserveAfterBacklog, Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
+		WeighLoss: opts.WeighLoss, ReserveAfterBacklog: opts.ReserveAfterBacklog, ReserveAhead: seconds(opts.ReserveAhead), Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

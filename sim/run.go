@@ -28,6 +28,11 @@ type Options struct {
 	// waited ReserveAfter, however much work waits (core.Config.
 	// ReserveAfterBacklog off; on by default).
 	FixedReserveAfter bool
+	// ReserveAhead, for the phalanx policy, is how long before a gang is
+	// due (ReserveAfter, the backlog) nodes may be reserved for it, for a
+	// reservation that starts no sooner than it is due (seconds; 0:
+	// DefaultReserveAhead; < 0: only once it is due).
+	ReserveAhead int64
 	// Reservations, for the phalanx policy, is how many waiting gangs may
 	// hold reservations at once (0: DefaultReservations).
 	Reservations int
@@ -87,6 +92,9 @@ const (
 	// DefaultReserveAfter is the wait after which the phalanx policy
 	// reserves nodes for a gang.
 	DefaultReserveAfter = 86400 // config.DefaultReserveAfter
+	// DefaultReserveAhead is how long before a gang is due the phalanx
+	// policy may reserve nodes for it.
+	DefaultReserveAhead = 2 * 86400 // config.DefaultReserveAhead
 	// DefaultReservations is how many gangs the phalanx policy reserves
 	// for at once.
 	DefaultReservations = 2
@@ -168,6 +176,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		cfg.ReclaimMinRuntime = orDefault(opt.ReclaimMinRuntime, DefaultReclaimMinRuntime)
 		cfg.WeighLoss = !opt.NoWeighLoss
 		cfg.ReserveAfterBacklog = !opt.FixedReserveAfter
+		cfg.ReserveAhead = orDefault(opt.ReserveAhead, DefaultReserveAhead)
 		if cfg.ReserveAfter > 0 {
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
 		}

@@ -77,6 +77,7 @@ type schedulerFlags struct {
 	weighLoss       bool
 	correctEst      bool
 	reserveBacklog  bool
+	reserveAhead    time.Duration
 	forecastPeriod  time.Duration
 	forecastHorizon time.Duration
 }
@@ -143,6 +144,9 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 		"--reserve-after is a floor: a gang also waits as long as the cluster needs to run the work waiting now (the\n"+
 			"waiting gangs' GPUs times their estimates, over the cluster's GPUs; gangs without an estimate do not count).\n"+
 			"Under overload only gangs passed over longer than that drain nodes. false: --reserve-after alone")
+	fs.DurationVar(&f.reserveAhead, "reserve-ahead", config.DefaultReserveAhead,
+		"reserve nodes for a gang up to this long before it is due (--reserve-after, the backlog), for a reservation\n"+
+			"that starts no sooner: until then the nodes take only gangs expected to end by then. 0: only once it is due")
 	fs.IntVar(&f.reservations, "reservations", 2,
 		"how many waiting gangs may hold reservations at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
@@ -373,7 +377,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, ReclaimYoungerOnly: f.reclaimYounger,
 		PreemptMinRuntime: f.preemptMin, ReclaimMinRuntime: f.reclaimMin, WeighLoss: f.weighLoss,
 		CorrectEstimates:    f.correctEst,
-		ReserveAfterBacklog: f.reserveBacklog, Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
+		ReserveAfterBacklog: f.reserveBacklog, ReserveAhead: f.reserveAhead, Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
 		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
 		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst,
 		ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}, kube, client, metrics, recorder)

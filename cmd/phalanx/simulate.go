@@ -46,7 +46,7 @@ type simulateFlags struct {
 	jobsOut                               string
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
-	reserveAfter                          time.Duration
+	reserveAfter, reserveAhead            time.Duration
 	reservations                          int
 	preemption, reclaimYoungerOnly        bool
 	shortestFirst                         bool
@@ -61,7 +61,7 @@ type simulateFlags struct {
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reserve-after-backlog", "reservations", "shortest-first", "estimate-error", "correct-estimates", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
+	"policy", "reserve-after", "reserve-after-backlog", "reserve-ahead", "reservations", "shortest-first", "estimate-error", "correct-estimates", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -78,6 +78,9 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs expected to end before it starts")
 	fs.BoolVar(&f.reserveAfterBacklog, "reserve-after-backlog", config.DefaultReserveAfterBacklog,
 		"phalanx also waits, before it reserves for a gang, as long as the cluster needs to run the work waiting now (GPUs x estimates over the GPUs); false: --reserve-after alone")
+	fs.DurationVar(&f.reserveAhead, "reserve-ahead", sim.DefaultReserveAhead*time.Second,
+		"phalanx reserves nodes for a gang up to `D` before it is due (--reserve-after, the backlog), for a reservation that starts no sooner; "+
+			"until then the nodes take only jobs expected to end by then (0: only once it is due)")
 	fs.IntVar(&f.reservations, "reservations", sim.DefaultReservations,
 		"phalanx reserves for up to `N` waiting gangs at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
@@ -198,6 +201,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		to    *int64
 	}{
 		{"reserve-after", f.reserveAfter, &cfg.opt.ReserveAfter},
+		{"reserve-ahead", f.reserveAhead, &cfg.opt.ReserveAhead},
 		{"grace-period", f.gracePeriod, &cfg.opt.GracePeriod},
 		{"hold-failed", f.holdFailed, &cfg.opt.HoldFailed},
 		{"reclaim-after", f.reclaimAfter, &cfg.opt.ReclaimAfter},
