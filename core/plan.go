@@ -113,6 +113,9 @@ type GangStatus struct {
 	// time, for the message.
 	resvNodes      int
 	resvStart, now int64
+	// resvAhead: the reservation was made ahead of the gang's due time,
+	// resvStart; the gang may start sooner, as soon as it fits.
+	resvAhead bool
 	// refused says why the preemption phase evicted nothing for the gang,
 	// when it tried.
 	refused refusal
@@ -120,10 +123,16 @@ type GangStatus struct {
 
 // Reservation reports the nodes reserved for the gang and when it is
 // expected to start on them (in RunCycle's time base), if it has a
-// reservation.
+// reservation. For a reservation made ahead of the gang's due time
+// (ReservedAhead), start is that time: the gang starts by then, or sooner
+// if it fits sooner.
 func (s GangStatus) Reservation() (nodes int, start int64, ok bool) {
 	return s.resvNodes, s.resvStart, s.resvNodes > 0
 }
+
+// ReservedAhead reports whether the gang's reservation was made ahead of
+// its due time (Config.ReserveAhead), which is the reservation's start.
+func (s GangStatus) ReservedAhead() bool { return s.resvNodes > 0 && s.resvAhead }
 
 // Cause is the message without what is reserved for the gang: why it does
 // not run now.
@@ -133,7 +142,11 @@ func (s GangStatus) Cause() string { return s.message() }
 // "3/5 members fit; short 4 nvidia.com/gpu".
 func (s GangStatus) Message() string {
 	msg := s.message()
-	if s.resvNodes > 0 {
+	switch {
+	case s.resvNodes > 0 && s.resvAhead:
+		msg += fmt.Sprintf("; %d node(s) reserved for it ahead of its due time; expected to start within %s",
+			s.resvNodes, time.Duration(s.resvStart-s.now)*time.Second)
+	case s.resvNodes > 0:
 		msg += fmt.Sprintf("; %d node(s) reserved for it; expected to start in %s",
 			s.resvNodes, time.Duration(s.resvStart-s.now)*time.Second)
 	}

@@ -81,6 +81,10 @@ import (
 type reservation struct {
 	gang  *Gang
 	start int64
+	// ahead: start is when the gang is due, later than its nodes are
+	// expected to be free for it (Config.ReserveAhead); it may start
+	// sooner.
+	ahead bool
 	// slot is, by node, the node's index in spare, or -1 when the node is
 	// not reserved.
 	slot  []int32
@@ -204,7 +208,7 @@ func (c *cycle) reserve(schedulable Vector) {
 		if next.due > res.start {
 			// Reserved ahead: the gang's room is there before it is due,
 			// and gangs that end by then may use it meanwhile.
-			res.start = next.due
+			res.start, res.ahead = next.due, true
 		}
 		c.resvs = append(c.resvs, res)
 		taken = append(taken, placed...)
@@ -711,9 +715,9 @@ func (c *cycle) withReservation(g *Gang, st GangStatus) GangStatus {
 
 // setReservation is withReservation in place.
 func (c *cycle) setReservation(g *Gang, st *GangStatus) {
-	st.resvNodes, st.resvStart, st.now = 0, 0, 0
+	st.resvNodes, st.resvStart, st.now, st.resvAhead = 0, 0, 0, false
 	if rv := c.reservationOf(g); rv != nil {
-		st.resvNodes, st.resvStart, st.now = rv.count, rv.start, c.now
+		st.resvNodes, st.resvStart, st.now, st.resvAhead = rv.count, rv.start, c.now, rv.ahead
 	}
 }
 

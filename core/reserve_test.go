@@ -447,7 +447,7 @@ func TestReserveAhead(t *testing.T) {
 		t.Errorf("placed (-want +got):\n%s", diff)
 	}
 	got := pendingOf(diag)
-	if msg := got["big"].Message; !strings.Contains(msg, "2 node(s) reserved for it; expected to start in 51m40s") {
+	if msg := got["big"].Message; !strings.Contains(msg, "2 node(s) reserved for it ahead of its due time; expected to start within 51m40s") {
 		t.Errorf("big: %q does not give its reservation from 3600 s", msg)
 	}
 	if msg := got["unknown"].Message; !strings.Contains(msg, "2 reserved for gang big)") {
@@ -455,6 +455,11 @@ func TestReserveAhead(t *testing.T) {
 	}
 	if start, ok := reservationStart(diag, "big"); !ok || start != 3600 {
 		t.Errorf("big's reservation starts at %d (held %v), want 3600", start, ok)
+	}
+	for _, st := range diag.Pending {
+		if st.Gang == "big" && !st.ReservedAhead() {
+			t.Errorf("big's reservation is not said to be made ahead")
+		}
 	}
 	// Nodes that free after the gang is due: the reservation starts when
 	// they free, as without reserving ahead, before and after it is due.

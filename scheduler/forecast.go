@@ -163,12 +163,15 @@ func abs(v int64) int64 {
 // its expected start and its expected reservation, if it waits. A reserved
 // gang's expected start is its reservation's while that lies ahead,
 // forecast or not, and it expects no reservation: it has one. Nor does a
-// gang whose expected reservation has passed.
+// gang whose expected reservation has passed. A reservation made ahead of
+// the gang's due time starts then at the latest: a forecast that starts
+// the gang sooner is kept.
 func (s *Scheduler) forecastOf(key string, last *verdict, now int64) forecastEntry {
 	e := s.fc.byGang[key]
 	if last != nil && last.reserved {
 		e.reserve = 0
-		if last.resv.start > now {
+		sooner := last.resv.ahead && e.start > now && e.start < last.resv.start
+		if last.resv.start > now && !sooner {
 			e.start = last.resv.start
 		}
 	}

@@ -269,4 +269,22 @@ func TestForecastOfReserved(t *testing.T) {
 	if got := s.forecastOf("big", nil, 2000); got != (forecastEntry{1, 5040, 0}) {
 		t.Errorf("expected reservation passed: %+v, want none", got)
 	}
+	// A reservation made ahead of the gang's due time starts then at the
+	// latest: a forecast that starts it sooner wins, a later one does not.
+	ahead := &verdict{reserved: true, resv: reservation{nodes: 2, start: 5000, ahead: true}}
+	s.fc.byGang = map[string]forecastEntry{"big": {1, 3000, 0}}
+	if got := s.forecastOf("big", ahead, 1000); got != (forecastEntry{1, 3000, 0}) {
+		t.Errorf("reserved ahead, forecast sooner: %+v, want the forecast's start", got)
+	}
+	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000, 0}) {
+		t.Errorf("reserved once due, forecast sooner: %+v, want the reservation's start", got)
+	}
+	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040, 0}}
+	if got := s.forecastOf("big", ahead, 1000); got != (forecastEntry{1, 5000, 0}) {
+		t.Errorf("reserved ahead, forecast later: %+v, want the reservation's start", got)
+	}
+	s.fc.byGang = map[string]forecastEntry{"big": {1, 0, 0}}
+	if got := s.forecastOf("big", ahead, 1000); got != (forecastEntry{1, 5000, 0}) {
+		t.Errorf("reserved ahead, not forecast to start: %+v, want the reservation's start", got)
+	}
 }

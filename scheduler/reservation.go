@@ -19,6 +19,9 @@ import (
 type reservation struct {
 	nodes int
 	start int64 // expected start, Unix seconds
+	// ahead: made ahead of the gang's due time, start; the gang may start
+	// sooner (core.GangStatus.ReservedAhead).
+	ahead bool
 }
 
 // reservationOf splits the core's status st into the cause of the wait and
@@ -28,12 +31,15 @@ func reservationOf(st core.GangStatus) (string, reservation, bool) {
 	if !ok {
 		return st.Message(), reservation{}, false
 	}
-	return st.Cause(), reservation{nodes: nodes, start: start}, true
+	return st.Cause(), reservation{nodes: nodes, start: start, ahead: st.ReservedAhead()}, true
 }
 
 // text describes the reservation as of cycle time now; it does not change
 // as time passes, except once when the expected start is reached.
 func (r reservation) text(now int64) string {
+	if r.ahead && r.start > now {
+		return fmt.Sprintf("%d node(s) reserved for it ahead of its due time; expected to start by %s", r.nodes, time.Unix(r.start, 0).UTC().Format(time.RFC3339))
+	}
 	if r.start <= now {
 		return fmt.Sprintf("%d node(s) reserved for it; expected to start as soon as running members past their estimated end finish", r.nodes)
 	}

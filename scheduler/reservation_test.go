@@ -113,6 +113,14 @@ func TestReservationOverdue(t *testing.T) {
 	if got := r.text(100); !strings.Contains(got, "as soon as running members past their estimated end finish") {
 		t.Errorf("overdue reservation: %q", got)
 	}
+	// Made ahead of the gang's due time: "by" that time, until it passes.
+	ahead := reservation{nodes: 2, start: 100, ahead: true}
+	if got, want := ahead.text(40), "2 node(s) reserved for it ahead of its due time; expected to start by 1970-01-01T00:01:40Z"; got != want {
+		t.Errorf("reservation ahead: %q, want %q", got, want)
+	}
+	if got := ahead.text(100); !strings.Contains(got, "as soon as running members past their estimated end finish") {
+		t.Errorf("reservation ahead, due: %q", got)
+	}
 	msg, got, ok := reservationOf(core.GangStatus{Reason: core.ReasonQueueClosed})
 	if ok || got != (reservation{}) || msg != "" {
 		t.Errorf("a status without a reservation: %q %+v %v", msg, got, ok)

@@ -5,12 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -63,6 +65,70 @@ func TestReservationWithBackfill(t *testing.T) {
 	e.eventually(10*time.Second, "big's PodGroup is no longer Reserved",
 		e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionFalse))
 	e.eventually(30*time.Second, "unknown runs after big", e.started(unknown))
+}
+
+// TestReserveAhead: on 2 nodes of 4 GPUs, job first (4 GPUs, estimated
+// 20 s, done in 12 s) runs; gang big (2 x 4 GPUs) waits in a queue whose
+// reserveAfterSeconds is 30, and the scheduler reserves up to an hour ahead
+// of that (--reserve-ahead). big holds both nodes at once, ahead of its due
+// time, its arrival plus 30 s, and is expected to start by then. A gang
+// expected to end before that time uses the free node; one expected to run
+// past it, and one without an estimate, do not. When first ends, big
+// starts, before its due time.
+func TestReserveAhead(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("ahead", 2).GPUs(4))
+	after := int32(30)
+	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 1, ReserveAfterSeconds: &after})
+	startSchedulerOpts(t, scheduler.Options{ReserveAhead: time.Hour})
+
+	first := e.create(gang("first").Members(1).GPUs(4).Queue(queue).Estimate(20).RunFor("12s"))
+	e.eventually(30*time.Second, "first runs", e.running(first))
+	// big arrives when its PodGroup or its first pod is created, within
+	// these bounds (the API server's timestamps are whole seconds).
+	before := time.Now().Truncate(time.Second).Add(-time.Second)
+	big := e.create(gang("big").Members(2).GPUs(4).Queue(queue).RunFor("4s"))
+	latest := time.Now().Add(time.Second)
+	const words = "2 node(s) reserved for it ahead of its due time; expected to start by "
+	var due time.Time
+	e.eventually(10*time.Second, "big holds both nodes ahead of its due time", func(ctx context.Context) error {
+		if err := e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionTrue, words)(ctx); err != nil {
+			return err
+		}
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "big", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		msg := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupReserved).Message
+		at, err := time.Parse(time.RFC3339, strings.Fields(msg[strings.Index(msg, words)+len(words):])[0])
+		if err != nil {
+			return fmt.Errorf("no time in %q: %v", msg, err)
+		}
+		if lo, hi := before.Add(30*time.Second), latest.Add(30*time.Second); at.Before(lo) || at.After(hi) {
+			return fmt.Errorf("due at %s, want within [%s, %s]", at.UTC(), lo.UTC(), hi.UTC())
+		}
+		due = at
+		return nil
+	})
+
+	long := e.create(ackJob("long").Workers(1).GPUsPerWorker(4).Queue(queue).PodAnnotation(annEstimate, "10m").RunFor("2s"))
+	unknown := e.create(gang("unknown").Members(1).GPUs(4).Queue(queue).RunFor("2s"))
+	short := e.create(ackJob("short").Workers(1).GPUsPerWorker(4).Queue(queue).PodAnnotation(annEstimate, "3s").RunFor("2s"))
+	e.eventually(20*time.Second, "short, expected to end before big is due, backfills the free node", e.started(short))
+	e.whileRunning(first, "big, long and unknown to wait while first runs, though a node is free",
+		all(e.noneBound(big), e.noneBound(long), e.noneBound(unknown)))
+	e.eventually(30*time.Second, "big runs once first is done", e.started(big))
+	pods, err := e.pods(e.ctx, big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Status.StartTime == nil || !p.Status.StartTime.Time.Before(due) {
+			e.dump()
+			t.Fatalf("big's pod %s started at %v, want before its due time %s", p.Name, p.Status.StartTime, due.UTC())
+		}
+	}
+	e.eventually(30*time.Second, "long and unknown run after big", all(e.started(long), e.started(unknown)))
 }
 
 // whileRunning checks c every pollInterval for as long as every pod of j
