@@ -13,12 +13,21 @@
 #      at offered loads 0.6 (light), 1.0 and 1.6, seeds 1 to 10 at 1.3
 #      (overloaded)) on the same cluster, with the same three policies, and
 #      phalanx with the fixed threshold on overloaded seeds 1 to 3.
-#   3. How close the expected start comes ("How close the expected start
+#   3. Reserving ahead against reserving only once a gang is due: phalanx
+#      with --reserve-ahead 0 on every trace of 1 and 2 (JSON reports in
+#      <out>/once-due/, verdicts in <out>/targets-once-due.txt).
+#   4. Validation: traces of seeds that were not looked at when the
+#      defaults were chosen (overloaded seeds 11 to 16, seeds 4 and 5 of
+#      the other loads), the same three policies and the once-due runs;
+#      reports in <out>/validation/, verdicts in
+#      <out>/targets-validation.txt and
+#      <out>/targets-validation-once-due.txt.
+#   5. How close the expected start comes ("How close the expected start
 #      comes"): phalanx with --forecast-every 1h, exact and noisy
 #      (noise=0.5) estimates, on Philly, light seed 1, 1.0 seed 1,
 #      overloaded seeds 1 and 5 and 1.6 seed 1; tables in
 #      <out>/forecast-*.txt, per-job records in <out>/forecast-*.csv.
-#   4. The verdicts: hack/targets reads the JSON reports of the runs of the
+#   6. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
 #      <out>/targets.txt.
@@ -29,13 +38,14 @@
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It took 11.5 minutes on 2 cores (689 s).
+# It took 11.5 minutes on 2 cores (689 s) before the once-due and validation
+# runs were added.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
-mkdir -p "$out"
+mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due"
 out=$(cd "$out" && pwd)
 bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
@@ -62,6 +72,8 @@ start() {
 names=()
 start philly --trace "$trace" "${policies[@]}" --plot "$out/philly.svg" --output json
 reports=(philly)
+start once-due/philly --trace "$trace" --policy phalanx --reserve-ahead 0 --output json
+onceDue=(once-due/philly)
 start philly-before --trace "$trace" --policy phalanx --preempt-min-runtime 0 --reclaim-min-runtime 0 --weigh-loss=false
 names+=(philly-before)
 start philly-no-preemption-72h --trace "$trace" --policy phalanx --preemption=false --reserve-after 72h
@@ -78,10 +90,28 @@ for load in light 1.0 overloaded 1.6; do
     "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$gen"
     start "gen-$load-$seed" --trace "$gen" "${policies[@]}" --output json
     reports+=("gen-$load-$seed")
+    start "once-due/gen-$load-$seed" --trace "$gen" --policy phalanx --reserve-ahead 0 --output json
+    onceDue+=("once-due/gen-$load-$seed")
     if [[ $load == overloaded && $seed -le 3 ]]; then
       start "gen-$load-$seed-fixed-24h" --trace "$gen" --policy phalanx --reserve-after-backlog=false
       names+=("gen-$load-$seed-fixed-24h")
     fi
+  done
+done
+validation=()
+vOnceDue=()
+for load in light 1.0 overloaded 1.6; do
+  seeds=(4 5)
+  if [[ $load == overloaded ]]; then
+    seeds=(11 12 13 14 15 16)
+  fi
+  for seed in "${seeds[@]}"; do
+    gen="$out/validation/gen-$load-$seed.csv"
+    "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$gen"
+    start "validation/gen-$load-$seed" --trace "$gen" "${policies[@]}" --output json
+    validation+=("validation/gen-$load-$seed")
+    start "validation/once-due/gen-$load-$seed" --trace "$gen" --policy phalanx --reserve-ahead 0 --output json
+    vOnceDue+=("validation/once-due/gen-$load-$seed")
   done
 done
 for input in philly "$out/gen-light-1.csv" "$out/gen-1.0-1.csv" "$out/gen-overloaded-1.csv" "$out/gen-overloaded-5.csv" "$out/gen-1.6-1.csv"; do
@@ -101,10 +131,36 @@ for f in "${reports[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
   jsons+=("$out/$f.json")
 done
-"${GO:-go}" -C "$repo" run ./hack/targets "${jsons[@]}" >"$out/targets.txt"
+vjsons=()
+for f in "${validation[@]}"; do
+  mv "$out/$f.txt" "$out/$f.json"
+  vjsons+=("$out/$f.json")
+done
+ojsons=()
+for f in "${onceDue[@]}"; do
+  mv "$out/$f.txt" "$out/$f.json"
+  ojsons+=(-phalanx-from "$out/$f.json")
+done
+vojsons=()
+for f in "${vOnceDue[@]}"; do
+  mv "$out/$f.txt" "$out/$f.json"
+  vojsons+=(-phalanx-from "$out/$f.json")
+done
+"${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
+# -phalanx-from a report itself adds the ratios to the verdicts.
+self=()
+for f in "${jsons[@]}"; do self+=(-phalanx-from "$f"); done
+vself=()
+for f in "${vjsons[@]}"; do vself+=(-phalanx-from "$f"); done
+"$out/targets" "${self[@]}" "${jsons[@]}" >"$out/targets.txt"
+"$out/targets" "${ojsons[@]}" "${jsons[@]}" >"$out/targets-once-due.txt"
+"$out/targets" -ratios overloaded "${vself[@]}" "${vjsons[@]}" >"$out/targets-validation.txt"
+"$out/targets" -ratios overloaded "${vojsons[@]}" "${vjsons[@]}" >"$out/targets-validation-once-due.txt"
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-echo "== targets"
-cat "$out/targets.txt"
+for f in targets targets-once-due targets-validation targets-validation-once-due; do
+  echo "== $f"
+  cat "$out/$f.txt"
+done
