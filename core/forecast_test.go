@@ -228,12 +228,18 @@ func TestForecastPureWithoutPreemption(t *testing.T) {
 // after an hour, two reservations) and the forecast's (a week, at most
 // DefaultForecastCycles cycles, a minute apart).
 func BenchmarkForecast5000Nodes(b *testing.B) {
-	benchForecast(b, ForecastOptions{Step: 60})
+	benchForecast(b, Config{ReserveAfter: 3600, Reservations: 2}, ForecastOptions{Step: 60})
 }
 
-func benchForecast(b *testing.B, opts ForecastOptions) {
+// BenchmarkForecast5000NodesReserveAhead is BenchmarkForecast5000Nodes with
+// reservations made up to two days ahead (the scheduler's default).
+func BenchmarkForecast5000NodesReserveAhead(b *testing.B) {
+	benchForecast(b, Config{ReserveAfter: 3600, ReserveAhead: 2 * 86400, Reservations: 2}, ForecastOptions{Step: 60})
+}
+
+func benchForecast(b *testing.B, cfg Config, opts ForecastOptions) {
 	s := estimatedSnapshot()
-	sched, err := New(Config{ReserveAfter: 3600, Reservations: 2})
+	sched, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -245,6 +245,14 @@ func BenchmarkCycle5000NodesReservations(b *testing.B) {
 	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400)
 }
 
+// BenchmarkCycle5000NodesReserveAhead is BenchmarkCycle5000NodesReservations
+// with gangs due two days after they arrive and reserved up to two days
+// ahead: every waiting gang is a candidate, none is due yet, and each
+// reservation starts at its gang's due time.
+func BenchmarkCycle5000NodesReserveAhead(b *testing.B) {
+	benchCycle(b, Config{ReserveAfter: 2 * 86400, ReserveAhead: 2 * 86400, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400)
+}
+
 // BenchmarkCycle5000NodesOverrun is BenchmarkCycle5000NodesReservations
 // half a day later: about half the running members are past their
 // estimated ends, and the cycle expects each to run as long again.
