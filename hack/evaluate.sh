@@ -30,7 +30,9 @@
 #   6. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
-#      <out>/targets.txt.
+#      <out>/targets.txt (and the files of 3 and 4), with phalanx's mean
+#      JCT over the better baseline's and its p99 wait of 8+ GPU jobs over
+#      fifo-gang's, averaged over Philly and the overloaded traces.
 #
 # The runs of phalanx alone write their tables to <out>/*.txt; the others
 # their JSON reports to <out>/*.json. The plot goes to <out>/philly.svg, the
@@ -38,8 +40,8 @@
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It took 11.5 minutes on 2 cores (689 s) before the once-due and validation
-# runs were added.
+# It took 28 minutes on 2 cores (1,698 s; 11.5 minutes before the once-due
+# and validation runs were added).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -80,40 +82,34 @@ start philly-no-preemption-72h --trace "$trace" --policy phalanx --preemption=fa
 names+=(philly-no-preemption-72h)
 start philly-fixed-24h --trace "$trace" --policy phalanx --reserve-after-backlog=false
 names+=(philly-fixed-24h)
-for load in light 1.0 overloaded 1.6; do
-  seeds=(1 2 3)
-  if [[ $load == overloaded ]]; then
-    seeds=(1 2 3 4 5 6 7 8 9 10)
-  fi
-  for seed in "${seeds[@]}"; do
-    gen="$out/gen-$load-$seed.csv"
-    "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$gen"
-    start "gen-$load-$seed" --trace "$gen" "${policies[@]}" --output json
-    reports+=("gen-$load-$seed")
-    start "once-due/gen-$load-$seed" --trace "$gen" --policy phalanx --reserve-ahead 0 --output json
-    onceDue+=("once-due/gen-$load-$seed")
-    if [[ $load == overloaded && $seed -le 3 ]]; then
-      start "gen-$load-$seed-fixed-24h" --trace "$gen" --policy phalanx --reserve-after-backlog=false
-      names+=("gen-$load-$seed-fixed-24h")
-    fi
+# synthetic DIR SEEDS SEEDS-OVERLOADED RUNS ONCE-DUE: generates the traces of
+# SEEDS (SEEDS-OVERLOADED at load 1.3) into $out/DIR, runs the three
+# policies and phalanx once due on each, and adds the runs to the arrays
+# named RUNS and ONCE-DUE.
+synthetic() {
+  local dir=$1 other=$2 overloaded=$3 load seed name
+  local -n runs=$4 onceRuns=$5
+  for load in light 1.0 overloaded 1.6; do
+    local seeds=($other)
+    [[ $load == overloaded ]] && seeds=($overloaded)
+    for seed in "${seeds[@]}"; do
+      name="gen-$load-$seed"
+      "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$out/$dir$name.csv"
+      start "$dir$name" --trace "$out/$dir$name.csv" "${policies[@]}" --output json
+      runs+=("$dir$name")
+      start "${dir}once-due/$name" --trace "$out/$dir$name.csv" --policy phalanx --reserve-ahead 0 --output json
+      onceRuns+=("${dir}once-due/$name")
+      if [[ -z $dir && $load == overloaded && $seed -le 3 ]]; then
+        start "$name-fixed-24h" --trace "$out/$name.csv" --policy phalanx --reserve-after-backlog=false
+        names+=("$name-fixed-24h")
+      fi
+    done
   done
-done
+}
+synthetic "" "1 2 3" "1 2 3 4 5 6 7 8 9 10" reports onceDue
 validation=()
 vOnceDue=()
-for load in light 1.0 overloaded 1.6; do
-  seeds=(4 5)
-  if [[ $load == overloaded ]]; then
-    seeds=(11 12 13 14 15 16)
-  fi
-  for seed in "${seeds[@]}"; do
-    gen="$out/validation/gen-$load-$seed.csv"
-    "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$gen"
-    start "validation/gen-$load-$seed" --trace "$gen" "${policies[@]}" --output json
-    validation+=("validation/gen-$load-$seed")
-    start "validation/once-due/gen-$load-$seed" --trace "$gen" --policy phalanx --reserve-ahead 0 --output json
-    vOnceDue+=("validation/once-due/gen-$load-$seed")
-  done
-done
+synthetic validation/ "4 5" "11 12 13 14 15 16" validation vOnceDue
 for input in philly "$out/gen-light-1.csv" "$out/gen-1.0-1.csv" "$out/gen-overloaded-1.csv" "$out/gen-overloaded-5.csv" "$out/gen-1.6-1.csv"; do
   name=$(basename "$input" .csv)
   [[ $input == philly ]] && input=$trace
