@@ -34,6 +34,22 @@ func reservationOf(st core.GangStatus) (string, reservation, bool) {
 	return st.Cause(), reservation{nodes: nodes, start: start, ahead: st.ReservedAhead()}, true
 }
 
+// steady returns r with the start of the gang's previous reservation, last's,
+// when both were made ahead of its due time, on as many nodes, and r's start
+// lies within forecastSlack of that one, still ahead: the due time moves
+// with the backlog, by seconds at each arrival, and each move would rewrite
+// the PodGroup's status for no news. The core computes the reservation
+// afresh every cycle; only what is published is kept steady.
+func (r reservation) steady(last *verdict, now int64) reservation {
+	if last == nil || !last.reserved || !r.ahead || !last.resv.ahead || last.resv.nodes != r.nodes {
+		return r
+	}
+	if old := last.resv.start; old > now && abs(r.start-old) <= forecastSlack(r.start-now) {
+		r.start = old
+	}
+	return r
+}
+
 // text describes the reservation as of cycle time now; it does not change
 // as time passes, except once when the expected start is reached.
 func (r reservation) text(now int64) string {

@@ -127,6 +127,34 @@ func TestReservationOverdue(t *testing.T) {
 	}
 }
 
+// TestReservationSteady: a reservation made ahead keeps the start last
+// published while the new one lies within a minute or a sixteenth of the
+// time left; a reservation made once due, a larger move, another number of
+// nodes, or a start that has passed take the new one.
+func TestReservationSteady(t *testing.T) {
+	last := &verdict{reserved: true, resv: reservation{nodes: 2, start: 17000, ahead: true}}
+	for _, tc := range []struct {
+		name string
+		r    reservation
+		last *verdict
+		now  int64
+		want int64
+	}{
+		{"ahead, moved 30 s", reservation{nodes: 2, start: 17030, ahead: true}, last, 1000, 17000},
+		{"ahead, moved 1000 s, a sixteenth of 16000 s left", reservation{nodes: 2, start: 18000, ahead: true}, last, 2000, 17000},
+		{"ahead, moved 1100 s", reservation{nodes: 2, start: 18100, ahead: true}, last, 2000, 18100},
+		{"once due", reservation{nodes: 2, start: 17030}, last, 1000, 17030},
+		{"after one once due", reservation{nodes: 2, start: 17030, ahead: true}, &verdict{reserved: true, resv: reservation{nodes: 2, start: 17000}}, 1000, 17030},
+		{"other nodes", reservation{nodes: 3, start: 17030, ahead: true}, last, 1000, 17030},
+		{"no previous", reservation{nodes: 2, start: 17030, ahead: true}, nil, 1000, 17030},
+		{"previous passed", reservation{nodes: 2, start: 17030, ahead: true}, last, 17000, 17030},
+	} {
+		if got := tc.r.steady(tc.last, tc.now).start; got != tc.want {
+			t.Errorf("%s: start %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestNewValidatesOptions(t *testing.T) {
 	for _, tt := range []struct {
 		name string

@@ -472,7 +472,11 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		if v == nil {
 			continue
 		}
-		verd := verdictOf(v, st, start.Unix())
+		var last *verdict
+		if old, ok := s.verdicts[st.Gang]; ok {
+			last = &old
+		}
+		verd := verdictAfter(v, st, start.Unix(), last)
 		if why := s.store.Refusal(st.Gang); why != "" && st.Reason == core.ReasonUnschedulable {
 			verd.message += "; " + why
 		}
