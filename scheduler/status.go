@@ -43,7 +43,9 @@ const ReasonTimeout = "Timeout"
 
 // verdictOf turns a core status into the adapter's words. now is the cycle's
 // time, in Unix seconds.
-func verdictOf(v *gangView, st core.GangStatus, now int64) verdict { return verdictAfter(v, st, now, nil) }
+func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
+	return verdictAfter(v, st, now, nil)
+}
 
 // verdictAfter is verdictOf for a gang whose previous verdict was last (nil
 // if none): a reservation made ahead keeps the start last published while
