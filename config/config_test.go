@@ -41,6 +41,17 @@ scheduler:
 		!strings.Contains(err.Error(), "scheduler.forecastPeriod") {
 		t.Errorf("a negative forecast period: %v", err)
 	}
+	ahead, err := Parse([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduling:\n  reserveAhead: 12h\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ahead.FlagValues("simulate"); len(v) != 1 || v[0].Flag != "reserve-ahead" || v[0].Value != "12h0m0s" {
+		t.Errorf("reserveAhead: 12h gives the flags %+v, want reserve-ahead=12h0m0s", v)
+	}
+	if _, err := Parse([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduling:\n  reserveAhead: -1h\n")); err == nil ||
+		!strings.Contains(err.Error(), "scheduling.reserveAhead") {
+		t.Errorf("a negative reserveAhead: %v", err)
+	}
 }
 
 // FuzzParse: no input makes Parse panic, and what it accepts gives flag
@@ -48,6 +59,7 @@ scheduler:
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduling:\n  reserveAfter: 1h\n  reservations: 2\n"))
 	f.Add([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduler:\n  topology: [a, b]\n  bindWorkers: -1\n"))
+	f.Add([]byte("apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\nscheduling:\n  reserveAhead: 48h\n  reserveAfterBacklog: true\n"))
 	f.Add([]byte("{}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data)
