@@ -42,6 +42,12 @@ func TestReservationStopsStarvation(t *testing.T) {
 	if got := big(3600, 0); got.Reserved != 600 || got.Start != 3600 {
 		t.Errorf("with reservations ahead big is reserved for at %d s and starts at %d s, want 600 and 3600", got.Reserved, got.Start)
 	}
+	// Reserved half an hour ahead: at 40m, which the simulator wakes for,
+	// though nothing else happens then. small-1 runs until 1h30, so big's
+	// nodes free whole at 1h30, after its due time, and it starts then.
+	if got := big(3600, 1800); got.Reserved != 2400 || got.Start != 5400 {
+		t.Errorf("reserved half an hour ahead, big is reserved for at %d s and starts at %d s, want 2400 and 5400", got.Reserved, got.Start)
+	}
 	// Without, every freed half goes to the next small job, until the
 	// stream ends: small-9 arrives at 4h30 and the last ones end at 5h30.
 	if got := big(-1, 0); got.Start <= 4*3600 || got.Reserved != -1 {
