@@ -229,7 +229,9 @@ type QueueSpec struct {
 	State QueueState `json:"state,omitempty"`
 	// ReserveAfterSeconds is how long a gang of this queue that does not
 	// fit waits before the scheduler reserves nodes for it as they free up.
-	// Unset, the scheduler's --reserve-after applies.
+	// Unset, the scheduler's --reserve-after applies. With the scheduler's
+	// --reserve-ahead, the nodes may be reserved up to that long before,
+	// for a reservation that starts when the gang has waited this long.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=2147483647
 	// +optional
