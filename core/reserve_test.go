@@ -466,8 +466,8 @@ func TestReserveAhead(t *testing.T) {
 	for _, now := range []int64{500, 3600} {
 		s := reservationSnapshot()
 		s.Releases[0].At = 5000
-		if _, diag = runAt(t, s, cfg, now); func() bool { start, ok := reservationStart(diag, "big"); return !ok || start != 5000 }() {
-			start, ok := reservationStart(diag, "big")
+		_, diag = runAt(t, s, cfg, now)
+		if start, ok := reservationStart(diag, "big"); !ok || start != 5000 {
 			t.Errorf("at %d s, with b busy until 5000 s, big's reservation starts at %d (held %v), want 5000", now, start, ok)
 		}
 	}
@@ -481,7 +481,8 @@ func TestReserveAhead(t *testing.T) {
 	if plan.Until > 2600 || plan.Until <= 500 {
 		t.Errorf("Plan.Until %d, want at most 2600, when big may be reserved for", plan.Until)
 	}
-	if _, diag = runAt(t, reservationSnapshot(), cfg, 2600); !func() bool { _, ok := reservationStart(diag, "big"); return ok }() {
+	_, diag = runAt(t, reservationSnapshot(), cfg, 2600)
+	if _, ok := reservationStart(diag, "big"); !ok {
 		t.Errorf("at 2600 s, 1000 s before its due time, big has no reservation")
 	}
 	if _, err := New(Config{ReserveAfter: 60, ReserveAhead: -1}); err == nil {
