@@ -22,6 +22,10 @@
 #
 #   hack/evaluate-estimates.sh [out-dir] [trace.csv]   defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
+# A report is written whole or not at all, and a report already there is not
+# made again, so a run that was cut off resumes where it stopped (remove
+# <out>/estimates to start afresh after changing phalanx).
+#
 # It took 28 minutes on 2 cores (1,669 s), after hack/evaluate.sh's 622 s, before the
 # two habits rows, which took about 11 minutes more (run on their own, beside
 # other runs).
@@ -82,7 +86,9 @@ for estimates in exact x2 x0.5 x0.1 noise=0.5 noise=1 teams habits-x2-x0.5 habit
       [[ $e == habits-x2-x0.5 ]] && e="x2,x0.5@$(halfway "$input")"
       [[ $e == habits-x0.5-x2 ]] && e="x0.5,x2@$(halfway "$input")"
       name=$(basename "$input" .csv)
-      start sh -c '"$@" > "$0"' "$out/estimates/$estimates-$mode-$name.json" \
+      report="$out/estimates/$estimates-$mode-$name.json"
+      [[ -s $report ]] && continue # done by an earlier run that was cut off
+      start sh -c '"$@" > "$0.tmp" && mv "$0.tmp" "$0"' "$report" \
         "$bin" simulate --trace "$input" "${cluster[@]}" --policy phalanx --estimate-error "$e" "${flags[@]}" --output json
     done
   done
