@@ -240,51 +240,37 @@ func TestApplyForecastReserved(t *testing.T) {
 
 // TestForecastOfReserved: a reserved gang's expected start is its
 // reservation's while that lies ahead, with or without a forecast; then
-// the forecast's. A reserved gang expects no reservation.
+// the forecast's. A reserved gang expects no reservation. A reservation
+// made ahead of the gang's due time starts then at the latest: a forecast
+// that starts the gang sooner wins, a later one does not.
 func TestForecastOfReserved(t *testing.T) {
-	s := &Scheduler{}
 	resv := &verdict{reserved: true, resv: reservation{nodes: 2, start: 5000}}
-	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{0, 5000, 0}) {
-		t.Errorf("no forecast: %+v, want the reservation's start", got)
-	}
-	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040, 0}}
-	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000, 0}) {
-		t.Errorf("with a forecast: %+v, want position 1 and the reservation's start", got)
-	}
-	if got := s.forecastOf("big", resv, 5000); got != (forecastEntry{1, 5040, 0}) {
-		t.Errorf("reservation due: %+v, want the forecast", got)
-	}
-	if got := s.forecastOf("big", nil, 1000); got != (forecastEntry{1, 5040, 0}) {
-		t.Errorf("not reserved: %+v, want the forecast", got)
-	}
-	// The expected reservation: shown while the gang has none and it lies
-	// ahead.
-	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040, 2000}}
-	if got := s.forecastOf("big", nil, 1000); got != (forecastEntry{1, 5040, 2000}) {
-		t.Errorf("not reserved yet: %+v, want the forecast's reservation", got)
-	}
-	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000, 0}) {
-		t.Errorf("reserved already: %+v, want no expected reservation", got)
-	}
-	if got := s.forecastOf("big", nil, 2000); got != (forecastEntry{1, 5040, 0}) {
-		t.Errorf("expected reservation passed: %+v, want none", got)
-	}
-	// A reservation made ahead of the gang's due time starts then at the
-	// latest: a forecast that starts it sooner wins, a later one does not.
 	ahead := &verdict{reserved: true, resv: reservation{nodes: 2, start: 5000, ahead: true}}
-	s.fc.byGang = map[string]forecastEntry{"big": {1, 3000, 0}}
-	if got := s.forecastOf("big", ahead, 1000); got != (forecastEntry{1, 3000, 0}) {
-		t.Errorf("reserved ahead, forecast sooner: %+v, want the forecast's start", got)
-	}
-	if got := s.forecastOf("big", resv, 1000); got != (forecastEntry{1, 5000, 0}) {
-		t.Errorf("reserved once due, forecast sooner: %+v, want the reservation's start", got)
-	}
-	s.fc.byGang = map[string]forecastEntry{"big": {1, 5040, 0}}
-	if got := s.forecastOf("big", ahead, 1000); got != (forecastEntry{1, 5000, 0}) {
-		t.Errorf("reserved ahead, forecast later: %+v, want the reservation's start", got)
-	}
-	s.fc.byGang = map[string]forecastEntry{"big": {1, 0, 0}}
-	if got := s.forecastOf("big", ahead, 1000); got != (forecastEntry{1, 5000, 0}) {
-		t.Errorf("reserved ahead, not forecast to start: %+v, want the reservation's start", got)
+	for _, tc := range []struct {
+		name     string
+		forecast *forecastEntry // nil: no forecast yet
+		last     *verdict
+		now      int64
+		want     forecastEntry
+	}{
+		{"no forecast", nil, resv, 1000, forecastEntry{0, 5000, 0}},
+		{"with a forecast", &forecastEntry{1, 5040, 0}, resv, 1000, forecastEntry{1, 5000, 0}},
+		{"reservation due", &forecastEntry{1, 5040, 0}, resv, 5000, forecastEntry{1, 5040, 0}},
+		{"not reserved", &forecastEntry{1, 5040, 0}, nil, 1000, forecastEntry{1, 5040, 0}},
+		{"not reserved yet", &forecastEntry{1, 5040, 2000}, nil, 1000, forecastEntry{1, 5040, 2000}},
+		{"reserved already", &forecastEntry{1, 5040, 2000}, resv, 1000, forecastEntry{1, 5000, 0}},
+		{"expected reservation passed", &forecastEntry{1, 5040, 2000}, nil, 2000, forecastEntry{1, 5040, 0}},
+		{"reserved ahead, forecast sooner", &forecastEntry{1, 3000, 0}, ahead, 1000, forecastEntry{1, 3000, 0}},
+		{"reserved once due, forecast sooner", &forecastEntry{1, 3000, 0}, resv, 1000, forecastEntry{1, 5000, 0}},
+		{"reserved ahead, forecast later", &forecastEntry{1, 5040, 0}, ahead, 1000, forecastEntry{1, 5000, 0}},
+		{"reserved ahead, not forecast to start", &forecastEntry{1, 0, 0}, ahead, 1000, forecastEntry{1, 5000, 0}},
+	} {
+		s := &Scheduler{}
+		if tc.forecast != nil {
+			s.fc.byGang = map[string]forecastEntry{"big": *tc.forecast}
+		}
+		if got := s.forecastOf("big", tc.last, tc.now); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }
