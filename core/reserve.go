@@ -690,19 +690,48 @@ func (c *cycle) spend(n int, r Vector) {
 
 // openFor returns the reservations g may use beyond their spare room, one
 // bit each: those of g itself and the later ones, which were computed
-// around g's, and those that start after g is expected to end.
+// around g's, and those that start after g is expected to end (by
+// backfillEstimate).
 func (c *cycle) openFor(g *Gang) uint64 {
 	var open uint64
+	est := int64(-1)
 	for i, rv := range c.resvs {
 		if g == rv.gang {
 			return open | ^uint64(0)<<i
 		}
-		if g.Estimate > 0 && c.now+g.Estimate <= rv.start {
+		if est < 0 {
+			est = c.backfillEstimate(g)
+		}
+		if est > 0 && c.now+est <= rv.start {
 			open |= 1 << i
-			c.changesAt(rv.start - g.Estimate + 1) // it no longer ends in time
+			c.changesAt(rv.start - est + 1) // it no longer ends in time
 		}
 	}
 	return open
+}
+
+// backfillEstimate is how long g is taken to run when it would use nodes
+// reserved for another gang: its estimate, times its queue's WorkFactor
+// when the estimate was declared and that factor is above 1, that is when
+// the queue's latest completed gangs ran longer, in sum, than their
+// corrected estimates said. A gang that overruns onto a reservation delays
+// the gang it was made for, so its queue's record of overrunning counts
+// against it here. A factor below 1 is not applied: the gang's own
+// estimate still bounds what it may take. Exact estimates give a factor of
+// exactly 1, and the estimate as it is.
+func (c *cycle) backfillEstimate(g *Gang) int64 {
+	est := g.Estimate
+	if est <= 0 || !g.EstimateDeclared {
+		return est
+	}
+	qs := c.queues[g.Queue]
+	if qs == nil {
+		return est
+	}
+	if wf := qs.q.WorkFactor; wf > 1 && !math.IsInf(wf, 0) {
+		return int64(min(float64(est)*wf, float64(math.MaxInt64/2)))
+	}
+	return est
 }
 
 // withReservation returns st saying when g is expected to start, if it holds

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // Two 8-GPU nodes: node a frees its 8 GPUs at t=100, node b holds 4 GPUs
@@ -487,6 +488,44 @@ func TestReserveAhead(t *testing.T) {
 	}
 	if _, err := New(Config{ReserveAfter: 60, ReserveAhead: -1}); err == nil {
 		t.Errorf("a negative ReserveAhead is accepted")
+	}
+}
+
+// A gang backfills nodes reserved for another only if it is expected to
+// end by the reservation's start with its estimate times its queue's
+// WorkFactor, when that is above 1 and the estimate declared. long, from
+// 500 s with an estimate of 1000 s, may use big's nodes reserved from
+// 3600 s at a factor of 3, not 4; short (100 s) may at 4, but not at 6
+// on nodes reserved (once due) from 1000 s.
+func TestBackfillWorkFactor(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wf         float64
+		undeclared bool
+		want       []string
+	}{
+		{"ahead, factor 1", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 1, false, []string{"long", "short"}},
+		{"ahead, factor 3", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 3, false, []string{"long", "short"}},
+		{"ahead, factor 4", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, false, []string{"short"}},
+		{"ahead, factor 4, estimates not declared", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, true, []string{"long", "short"}},
+		{"ahead, factor 0.1", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 0.1, false, []string{"long", "short"}},
+		{"ahead, factor infinite", Config{ReserveAfter: 3600, ReserveAhead: 3600}, math.Inf(1), false, []string{"long", "short"}},
+		{"once due, factor 4", Config{ReserveAfter: 60}, 4, false, []string{"short"}},
+		{"once due, factor 6", Config{ReserveAfter: 60}, 6, false, nil},
+	} {
+		s := reservationSnapshot()
+		if len(s.Queues) != 1 {
+			t.Fatalf("%d queues, want the default one", len(s.Queues))
+		}
+		s.Queues[0].WorkFactor = tc.wf
+		for _, g := range s.Gangs {
+			g.EstimateDeclared = g.Estimate > 0 && !tc.undeclared
+		}
+		plan, _ := runAt(t, s, tc.cfg, 500)
+		if diff := cmp.Diff(tc.want, keys(placed(plan)), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: placed (-want +got):\n%s", tc.name, diff)
+		}
 	}
 }
 
