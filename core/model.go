@@ -200,7 +200,9 @@ type Queue struct {
 	// threshold (reserve.go).
 	StrictOrder bool
 	// WorkFactor multiplies the estimates of the queue's waiting gangs
-	// where the reservation threshold sums them (the backlog, reserve.go):
+	// where the reservation threshold sums them (the backlog, reserve.go),
+	// and, when above 1, where backfill asks whether a gang ends before a
+	// reservation starts (backfillEstimate):
 	// how much its gangs ran, in sum, against their estimates (WorkFactor,
 	// estimates.go). 0 counts as 1. It applies to the gangs whose estimate
 	// was declared (Gang.EstimateDeclared), the only ones it is learned

@@ -12,10 +12,11 @@ import (
 // that queue runs when nothing better is known, and correct the estimates
 // its gangs declare: with their declared estimates, they give the factor
 // by which those are multiplied (core.EstimateFactor), and the one by which
-// the backlog multiplies them (core.WorkFactor, core.Queue.WorkFactor). The
-// scheduler keeps them in memory and records them in its state ConfigMap
-// (state.go), from which a new leader restores them; it also learns them
-// again from the finished pods its informers list, once per gang.
+// the backlog (and, above 1, backfill) multiplies them (core.WorkFactor,
+// core.Queue.WorkFactor). The scheduler keeps them in memory and records
+// them in its state ConfigMap (state.go), from which a new leader restores
+// them; it also learns them again from the finished pods its informers
+// list, once per gang.
 
 const (
 	// historySize is how many of a queue's latest completed gangs are

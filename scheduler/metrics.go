@@ -54,7 +54,8 @@ type Metrics struct {
 	// multiplied by (history.go), when Options.CorrectEstimates is on.
 	QueueEstimateFactor *prometheus.GaugeVec
 	// QueueWorkFactor is what the backlog multiplies the queue's
-	// estimates by (history.go, core.WorkFactor), when
+	// estimates by (history.go, core.WorkFactor), and backfill too when it
+	// is above 1, when
 	// Options.CorrectEstimates is on.
 	QueueWorkFactor *prometheus.GaugeVec
 }
@@ -131,7 +132,7 @@ func NewMetrics() *Metrics {
 			[]string{"queue"}),
 		QueueWorkFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "phalanx_queue_work_factor",
-			Help: "What the reservation threshold multiplies the queue's corrected estimates by where it sums them (the backlog): " +
+			Help: "What the reservation threshold multiplies the queue's corrected estimates by where it sums them (the backlog), and backfill too when above 1: " +
 				"the run times of the same latest completed gangs over their corrected estimates, in sum (1 until 5 have), after the latest cycle."},
 			[]string{"queue"}),
 	}
