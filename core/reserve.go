@@ -718,7 +718,8 @@ func (c *cycle) openFor(g *Gang) uint64 {
 // the gang it was made for, so its queue's record of overrunning counts
 // against it here. A factor below 1 is not applied: the gang's own
 // estimate still bounds what it may take. Exact estimates give a factor of
-// exactly 1, and the estimate as it is.
+// exactly 1, and the estimate as it is (docs/evaluation.md, "Wrong
+// estimates", measures it).
 func (c *cycle) backfillEstimate(g *Gang) int64 {
 	est := g.Estimate
 	if est <= 0 || !g.EstimateDeclared {
