@@ -28,9 +28,11 @@ func TestStatusCommand(t *testing.T) {
 	startScheduler(t)
 	queue := e.createQueue(v1alpha1.QueueSpec{Weight: 2})
 
+	// fits runs before big is created: gangs that arrive in the same second
+	// go in name order, and big would take every GPU first.
 	fits := e.create(tfJob("fits").Workers(1).GPUsPerWorker(1).RunFor("10m").Queue(queue))
-	e.create(tfJob("big").Workers(3).GPUsPerWorker(1).RunFor("10m").Queue(queue))
 	e.eventually(time.Minute, "fits runs", e.running(fits))
+	e.create(tfJob("big").Workers(3).GPUsPerWorker(1).RunFor("10m").Queue(queue))
 	e.eventually(30*time.Second, "big says it is short of GPUs",
 		e.podGroupCondition("big", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "nvidia.com/gpu"))
 	e.eventually(30*time.Second, "the queue's status counts both",
