@@ -694,13 +694,10 @@ func (c *cycle) spend(n int, r Vector) {
 // backfillEstimate).
 func (c *cycle) openFor(g *Gang) uint64 {
 	var open uint64
-	est := int64(-1)
+	est := c.backfillEstimate(g)
 	for i, rv := range c.resvs {
 		if g == rv.gang {
 			return open | ^uint64(0)<<i
-		}
-		if est < 0 {
-			est = c.backfillEstimate(g)
 		}
 		if est > 0 && c.now+est <= rv.start {
 			open |= 1 << i

@@ -256,7 +256,7 @@ func TestGPUModelConstraints(t *testing.T) {
 	if !views["ns/job"].modelMissing {
 		t.Errorf("no node has an A100, but the view does not say so")
 	}
-	got := verdictOf(views["ns/job"], core.GangStatus{Reason: core.ReasonUnschedulable}, 0)
+	got := verdictOf(views["ns/job"], core.GangStatus{Reason: core.ReasonUnschedulable}, 0, nil)
 	if !strings.HasPrefix(got.message, "no node has GPU model A100 (label nvidia.com/gpu.product)") {
 		t.Errorf("message %q does not say that no node has the model", got.message)
 	}

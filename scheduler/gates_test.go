@@ -38,7 +38,7 @@ func TestSchedulingGates(t *testing.T) {
 	if len(diag.Pending) != 1 {
 		t.Fatalf("pending %v, want the gang", diag.Pending)
 	}
-	verd := verdictOf(views["ns/job"], diag.Pending[0], 1000)
+	verd := verdictOf(views["ns/job"], diag.Pending[0], 1000, nil)
 	want := "2 of 4 members are held by schedulingGates (example.com/quota, " + kueue + "); the gang needs 4 to start"
 	if verd.reason != ReasonSchedulingGated || verd.message != want {
 		t.Errorf("verdict %s: %q, want %s: %q", verd.reason, verd.message, ReasonSchedulingGated, want)

@@ -123,7 +123,7 @@ func TestRunningAndPreemption(t *testing.T) {
 		t.Fatalf("evictions %+v: the gang must go whole", plan.Evictions)
 	}
 	st := diag.Pending[0]
-	if v := verdictOf(views[st.Gang], st, 1000); v.reason != string(core.ReasonPreempting) {
+	if v := verdictOf(views[st.Gang], st, 1000, nil); v.reason != string(core.ReasonPreempting) {
 		t.Errorf("verdict %+v", v)
 	}
 	for _, e := range plan.Evictions {

@@ -63,7 +63,7 @@ func TestReservationVerdict(t *testing.T) {
 		}
 		verdicts := map[string]verdict{}
 		for _, st := range diag.Pending {
-			verdicts[st.Gang] = verdictOf(views[st.Gang], st, now)
+			verdicts[st.Gang] = verdictOf(views[st.Gang], st, now, nil)
 		}
 		big := verdicts["ns/big"]
 		want := "2 node(s) reserved for it; expected to start at 1970-01-01T00:16:40Z"

@@ -476,7 +476,7 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		if old, ok := s.verdicts[st.Gang]; ok {
 			last = &old
 		}
-		verd := verdictAfter(v, st, start.Unix(), last)
+		verd := verdictOf(v, st, start.Unix(), last)
 		if why := s.store.Refusal(st.Gang); why != "" && st.Reason == core.ReasonUnschedulable {
 			verd.message += "; " + why
 		}

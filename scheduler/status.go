@@ -42,15 +42,10 @@ type verdict struct {
 const ReasonTimeout = "Timeout"
 
 // verdictOf turns a core status into the adapter's words. now is the cycle's
-// time, in Unix seconds.
-func verdictOf(v *gangView, st core.GangStatus, now int64) verdict {
-	return verdictAfter(v, st, now, nil)
-}
-
-// verdictAfter is verdictOf for a gang whose previous verdict was last (nil
-// if none): a reservation made ahead keeps the start last published while
-// it moves little (reservation.steady).
-func verdictAfter(v *gangView, st core.GangStatus, now int64, last *verdict) verdict {
+// time, in Unix seconds; last is the gang's previous verdict (nil if none):
+// a reservation made ahead keeps the start last published while it moves
+// little (reservation.steady).
+func verdictOf(v *gangView, st core.GangStatus, now int64, last *verdict) verdict {
 	if v.missingPG {
 		return verdict{reason: ReasonPodGroupNotFound, message: st.Message()}
 	}

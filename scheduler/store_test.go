@@ -222,17 +222,17 @@ func TestVerdictTimeout(t *testing.T) {
 	pg.Spec.ScheduleTimeoutSeconds = &limit
 	v := &gangView{podGroup: pg}
 	st := core.GangStatus{Reason: core.ReasonQueueClosed}
-	if got := verdictOf(v, st, 100); got.reason != string(core.ReasonQueueClosed) {
+	if got := verdictOf(v, st, 100, nil); got.reason != string(core.ReasonQueueClosed) {
 		t.Errorf("before the timeout: reason %s", got.reason)
 	}
-	if got := verdictOf(v, st, 111); got.reason != ReasonTimeout || !strings.Contains(got.message, "scheduleTimeoutSeconds (60 s)") {
+	if got := verdictOf(v, st, 111, nil); got.reason != ReasonTimeout || !strings.Contains(got.message, "scheduleTimeoutSeconds (60 s)") {
 		t.Errorf("after the timeout: %+v", got)
 	}
 }
 
 func TestVerdictSaysPartialGangsHoldNodes(t *testing.T) {
 	v := &gangView{minMember: 4, bound: 1}
-	got := verdictOf(v, core.GangStatus{Reason: core.ReasonQueueClosed}, 0)
+	got := verdictOf(v, core.GangStatus{Reason: core.ReasonQueueClosed}, 0, nil)
 	if !strings.HasPrefix(got.message, "1/4 members hold nodes while the rest waits") {
 		t.Errorf("message %q does not say the gang is partly bound", got.message)
 	}

@@ -52,7 +52,7 @@ func TestQueueNamespaceSelector(t *testing.T) {
 		var verd verdict
 		for _, st := range diag.Pending {
 			if st.Gang == key {
-				verd = verdictOf(views[key], st, 1000)
+				verd = verdictOf(views[key], st, 1000, nil)
 			}
 		}
 		if tt.allowed {
