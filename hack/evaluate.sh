@@ -122,36 +122,26 @@ done
 for pid in "${pids[@]}"; do
   wait "$pid"
 done
-jsons=()
-for f in "${reports[@]}"; do
+# The runs of the three policies and of phalanx once due wrote JSON.
+for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
-  jsons+=("$out/$f.json")
-done
-vjsons=()
-for f in "${validation[@]}"; do
-  mv "$out/$f.txt" "$out/$f.json"
-  vjsons+=("$out/$f.json")
-done
-ojsons=()
-for f in "${onceDue[@]}"; do
-  mv "$out/$f.txt" "$out/$f.json"
-  ojsons+=(-phalanx-from "$out/$f.json")
-done
-vojsons=()
-for f in "${vOnceDue[@]}"; do
-  mv "$out/$f.txt" "$out/$f.json"
-  vojsons+=(-phalanx-from "$out/$f.json")
 done
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
-# -phalanx-from a report itself adds the ratios to the verdicts.
-self=()
-for f in "${jsons[@]}"; do self+=(-phalanx-from "$f"); done
-vself=()
-for f in "${vjsons[@]}"; do vself+=(-phalanx-from "$f"); done
-"$out/targets" "${self[@]}" "${jsons[@]}" >"$out/targets.txt"
-"$out/targets" "${ojsons[@]}" "${jsons[@]}" >"$out/targets-once-due.txt"
-"$out/targets" -ratios overloaded "${vself[@]}" "${vjsons[@]}" >"$out/targets-validation.txt"
-"$out/targets" -ratios overloaded "${vojsons[@]}" "${vjsons[@]}" >"$out/targets-validation-once-due.txt"
+# judge NAME RATIOS PHALANX BASELINES writes the verdicts to $out/NAME.txt:
+# the runs named in the array PHALANX replace phalanx's in those named in
+# BASELINES (a report replacing itself adds the ratios, averaged over the
+# inputs that match RATIOS).
+judge() {
+  local -n phalanx=$3 baselines=$4
+  local args=() f
+  for f in "${phalanx[@]}"; do args+=(-phalanx-from "$out/$f.json"); done
+  for f in "${baselines[@]}"; do args+=("$out/$f.json"); done
+  "$out/targets" -ratios "$2" "${args[@]}" >"$out/$1.txt"
+}
+judge targets 'philly|overloaded' reports reports
+judge targets-once-due 'philly|overloaded' onceDue reports
+judge targets-validation overloaded validation validation
+judge targets-validation-once-due overloaded vOnceDue validation
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
