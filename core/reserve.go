@@ -45,13 +45,14 @@ import (
 // declared it), over what the schedulable nodes have of it. A gang that
 // arrived now would wait about that long if gangs ran in arrival order, once
 // the running gangs had freed their nodes (their remaining work is not
-// counted: docs/evaluation.md says what counting it did). Under overload,
-// when every gang waits days, a fixed threshold sends every gang past it,
-// small or big, to the few reservations in arrival order, and each drains
-// nodes that the others, placed as they come, would have used; with the
-// backlog added only the gangs that waited longer than arrival order would
-// have made them, the ones the stream of smaller work keeps passing over,
-// drain nodes. When little waits, the floor alone applies. A queue's own
+// counted: docs/evaluation.md, "Ten seeds" and "A ninth pass", says what
+// counting it did). Under overload, when every gang waits days, a fixed
+// threshold sends every gang past it, small or big, to the few
+// reservations in arrival order, and each drains nodes that the others,
+// placed as they come, would have used; with the backlog added only the
+// gangs that waited longer than arrival order would have made them, the
+// ones the stream of smaller work keeps passing over, drain nodes. When
+// little waits, the floor alone applies. A queue's own
 // ReserveAfter is taken as it is (docs/evaluation.md).
 //
 // With Config.ReserveAhead, a gang becomes a candidate that long before it
