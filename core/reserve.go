@@ -52,8 +52,8 @@ import (
 // placed as they come, would have used; with the backlog added only the
 // gangs that waited longer than arrival order would have made them, the
 // ones the stream of smaller work keeps passing over, drain nodes. When
-// little waits, the floor alone applies. A queue's own
-// ReserveAfter is taken as it is (docs/evaluation.md).
+// little waits, the floor alone applies. A queue's own ReserveAfter is
+// taken as it is (docs/evaluation.md).
 //
 // With Config.ReserveAhead, a gang becomes a candidate that long before it
 // is due (its threshold, ReserveAfter or the backlog), and its reservation
@@ -695,6 +695,9 @@ func (c *cycle) spend(n int, r Vector) {
 // backfillEstimate).
 func (c *cycle) openFor(g *Gang) uint64 {
 	var open uint64
+	if len(c.resvs) == 0 {
+		return open // nothing to open, and no queue lookup for each gang tried
+	}
 	est := c.backfillEstimate(g)
 	for i, rv := range c.resvs {
 		if g == rv.gang {
