@@ -9,7 +9,7 @@
 //	  reserveAfter: 1h
 //	  reserveAfterBacklog: true
 //	  reserveAhead: 48h
-//	  reservations: 2
+//	  reservations: 4
 //	  shortestFirst: true
 //	  preemption: true
 //	  reclaimAfter: 0s
@@ -67,6 +67,11 @@ const (
 	// wait against reserving only once a gang is due (docs/evaluation.md,
 	// "An eighth pass").
 	DefaultReserveAhead = 48 * time.Hour
+	// DefaultReservations: how many waiting gangs may hold reservations at
+	// once. Four rather than two once the backlog counted what running
+	// gangs keep from the waiting work (docs/evaluation.md, "A ninth
+	// pass").
+	DefaultReservations = 4
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by
 	// another queue (docs/evaluation.md says how reclaim's was chosen). A

@@ -606,6 +606,9 @@ type cycleMemory struct {
 	// releases holds the snapshot's releases at their expected ends when
 	// some have passed (sortedReleases).
 	releases []Release
+	// steps and ends are the backlog's (freeSteps).
+	steps []freeStep
+	ends  []freeStep
 }
 
 // newCycleMemory returns the memory of a cycle over a snapshot of n queues;

@@ -358,10 +358,15 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 	}
 }
 
-// With ReserveAfterBacklog, ReserveAfter is a floor: big also waits as long
-// as the two nodes (16 GPUs) need to run the other waiting gangs' work.
-// Here that is (4 x 100 + 4 x 1000 + 4 x 2400) / 16 = 875 s; unknown has no
-// estimate and does not count, nor does big's own work.
+// With ReserveAfterBacklog, ReserveAfter is a floor: big also waits nine
+// tenths (backlogShare) of the time the two nodes need to run the other
+// waiting gangs' work, 4 x 100 + 4 x 1000 + 4 x 2400 = 14,000 GPU-seconds
+// (unknown has no estimate and does not count, nor does big's own work),
+// on the 12 GPUs free now and the 4 more that b frees at 1000 s. At t
+// before 1000, 0.9 x 14,000 = 12,600 GPU-seconds take
+// 1000 + (12,600 - 12 x (1000 - t)) / 16 - t = 1037.5 - t/4 seconds, which
+// big has waited from t = 830 s on; on all 16 GPUs from now on, as if the
+// running member had ended, it would be 787.5 s.
 func TestReservationWaitsOutTheBacklog(t *testing.T) {
 	snap := func() *Snapshot {
 		s := reservationSnapshot()
@@ -372,14 +377,14 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 		return strings.Contains(pendingOf(d)["big"].Message, "reserved for it")
 	}
 	cfg := Config{ReserveAfter: 60, ReserveAfterBacklog: true}
-	for _, now := range []int64{500, 874} {
+	for _, now := range []int64{500, 788, 829} {
 		if _, diag := runAt(t, snap(), cfg, now); reserved(diag) {
-			t.Errorf("at %d s, before the backlog's 875 s, big has a reservation: %q", now, pendingOf(diag)["big"].Message)
+			t.Errorf("at %d s, before the backlog's 830 s, big has a reservation: %q", now, pendingOf(diag)["big"].Message)
 		}
 	}
 	var diag Diagnostics
-	if _, diag = runAt(t, snap(), cfg, 875); !reserved(diag) {
-		t.Errorf("at 875 s big has no reservation: %q", pendingOf(diag)["big"].Message)
+	if _, diag = runAt(t, snap(), cfg, 830); !reserved(diag) {
+		t.Errorf("at 830 s big has no reservation: %q", pendingOf(diag)["big"].Message)
 	}
 	// The floor still applies when the backlog is shorter.
 	if _, diag = runAt(t, snap(), Config{ReserveAfter: 1000, ReserveAfterBacklog: true}, 900); reserved(diag) {
@@ -395,8 +400,8 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 	if _, diag = runAt(t, s, cfg, 500); !reserved(diag) {
 		t.Errorf("with the queue's own threshold big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
 	}
-	// A closed queue's gangs do not run, so they do not count: the backlog
-	// is 275 s without later.
+	// A closed queue's gangs do not run, so they do not count: without
+	// later, 0.9 x 4,400 GPU-seconds take 330 s on the 12 free GPUs.
 	s = snap()
 	s.Queues = append(s.Queues, MakeQueue("closed").Closed().Obj())
 	s.Gangs[len(s.Gangs)-1].Queue = "closed"
@@ -404,20 +409,24 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 		t.Errorf("with later in a closed queue big has no reservation at 500 s: %q", pendingOf(diag)["big"].Message)
 	}
 	// A queue whose gangs ran half their estimates, in sum, counts half
-	// the work of its gangs that declared theirs: 437.5 s. An estimate
-	// the driver derived otherwise is not multiplied: with later's so,
-	// (4 x 100 + 4 x 1000) / 2 + 4 x 2400 over 16 GPUs is 737.5 s.
+	// the work of its gangs that declared theirs: 7,000 GPU-seconds, of
+	// which 6,300 take 1000 + (6,300 - 12 x (1000 - t)) / 16 - t =
+	// 643.75 - t/4 seconds after t = 475 (before, 6,300 / 12 = 525 s), due
+	// from t = 515 s. An estimate the driver derived otherwise is not
+	// multiplied: with later's so, (4 x 100 + 4 x 1000) / 2 + 4 x 2400 =
+	// 11,800, of which 10,620 take 913.75 - t/4 seconds, due from
+	// t = 731 s.
 	for _, tc := range []struct {
 		wf         float64
 		undeclared string
 		ready      int64
 	}{
-		{wf: 0.5, ready: 437},
-		{wf: 0.5, undeclared: "later", ready: 737},
-		{wf: 1, ready: 875},
-		{wf: 0, ready: 875}, // 0, NaN and infinity count as 1
-		{wf: math.NaN(), ready: 875},
-		{wf: math.Inf(1), ready: 875},
+		{wf: 0.5, ready: 515},
+		{wf: 0.5, undeclared: "later", ready: 731},
+		{wf: 1, ready: 830},
+		{wf: 0, ready: 830}, // 0, NaN and infinity count as 1
+		{wf: math.NaN(), ready: 830},
+		{wf: math.Inf(1), ready: 830},
 	} {
 		wf, ready := tc.wf, tc.ready
 		s = snap()
@@ -596,5 +605,37 @@ func TestReservationAvoidsOverrunningNode(t *testing.T) {
 	}
 	if s.Releases[0].At != 490 {
 		t.Errorf("the cycle changed the snapshot's release to %d", s.Releases[0].At)
+	}
+}
+
+// backlog.wait runs the work on the room free over time: 12 GPUs now, 16
+// from 100 s, 18 from 300 s on.
+func TestBacklogWait(t *testing.T) {
+	b := backlog{steps: []freeStep{{0, 0, 12}, {100, 1200, 16}, {300, 4400, 18}}}
+	for _, tc := range []struct {
+		work float64
+		want int64
+	}{
+		{0, 0},
+		{-5, 0},
+		{600, 50},          // on the 12 free now
+		{1200, 100},        // exactly when the first member ends
+		{2000, 150},        // 1200 by 100 s, then 800 on 16
+		{4400, 300},        // exactly at the last end
+		{4400 + 1800, 400}, // then on 18
+	} {
+		if got := b.wait(tc.work); got != tc.want {
+			t.Errorf("wait(%g) = %d, want %d", tc.work, got, tc.want)
+		}
+	}
+	// Nothing free and nothing ending: never.
+	none := backlog{steps: []freeStep{{0, 0, 0}}}
+	if got := none.wait(1); got < math.MaxInt64/2 {
+		t.Errorf("with no room ever, wait = %d, want at least %d", got, int64(math.MaxInt64/2))
+	}
+	// Nothing free now, 8 GPUs from 50 s.
+	later := backlog{steps: []freeStep{{0, 0, 0}, {50, 0, 8}}}
+	if got := later.wait(800); got != 150 {
+		t.Errorf("with room from 50 s, wait = %d, want 150", got)
 	}
 }

@@ -97,7 +97,7 @@ const (
 	DefaultReserveAhead = 2 * 86400 // config.DefaultReserveAhead
 	// DefaultReservations is how many gangs the phalanx policy reserves
 	// for at once.
-	DefaultReservations = 2
+	DefaultReservations = 4 // config.DefaultReservations
 	// DefaultReclaimAfter is the wait after which a gang of the phalanx
 	// policy may reclaim from other queues: none, as the scheduler's
 	// default.

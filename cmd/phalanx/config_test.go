@@ -56,10 +56,14 @@ func TestSimulatorDefaults(t *testing.T) {
 		{"reserve-after", sim.DefaultReserveAfter * time.Second, config.DefaultReserveAfter},
 		{"preempt-min-runtime", sim.DefaultPreemptMinRuntime * time.Second, config.DefaultPreemptMinRuntime},
 		{"reclaim-min-runtime", sim.DefaultReclaimMinRuntime * time.Second, config.DefaultReclaimMinRuntime},
+		{"reserve-ahead", sim.DefaultReserveAhead * time.Second, config.DefaultReserveAhead},
 	} {
 		if c.sim != c.conf {
 			t.Errorf("%s: sim's default %v, the configuration's %v", c.name, c.sim, c.conf)
 		}
+	}
+	if sim.DefaultReservations != config.DefaultReservations {
+		t.Errorf("reservations: sim's default %d, the configuration's %d", sim.DefaultReservations, config.DefaultReservations)
 	}
 }
 

@@ -142,12 +142,13 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
 	fs.BoolVar(&f.reserveBacklog, "reserve-after-backlog", config.DefaultReserveAfterBacklog,
 		"--reserve-after is a floor: a gang also waits as long as the cluster needs to run the work waiting now (the\n"+
-			"waiting gangs' GPUs times their estimates, over the cluster's GPUs; gangs without an estimate do not count).\n"+
+			"waiting gangs' GPUs times their estimates, run on the GPUs free now and those running gangs free as they end;\n"+
+			"gangs without an estimate do not count).\n"+
 			"Under overload only gangs passed over longer than that drain nodes. false: --reserve-after alone")
 	fs.DurationVar(&f.reserveAhead, "reserve-ahead", config.DefaultReserveAhead,
 		"reserve nodes for a gang up to this long before it is due (--reserve-after, the backlog), for a reservation\n"+
 			"that starts no sooner: until then the nodes take only gangs expected to end by then. 0: only once it is due")
-	fs.IntVar(&f.reservations, "reservations", 2,
+	fs.IntVar(&f.reservations, "reservations", config.DefaultReservations,
 		"how many waiting gangs may hold reservations at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
 		"within a queue and priority, start gangs with a shorter estimated run time first (gangs without an\n"+

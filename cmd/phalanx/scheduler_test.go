@@ -27,7 +27,7 @@ func TestSchedulerFlags(t *testing.T) {
 		t.Errorf("topology (-want +got):\n%s", diff)
 	}
 
-	// Defaults reserve for gangs that waited a day (two at once), as
+	// Defaults reserve for gangs that waited a day (four at once), as
 	// phalanx simulate does, shortest first on, topology empty, health and
 	// metrics on loopback, and client-go's lease timings.
 	f = schedulerFlags{}
@@ -35,7 +35,7 @@ func TestSchedulerFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.reserveAfter != 24*time.Hour || len(f.topology) != 0 || f.gpuModelLabel != "nvidia.com/gpu.product" ||
-		f.reservations != 2 || !f.shortestFirst || f.address != "127.0.0.1:10280" ||
+		f.reservations != 4 || !f.shortestFirst || f.address != "127.0.0.1:10280" ||
 		f.leaseDuration != 15*time.Second || f.renewDeadline != 10*time.Second || f.retryPeriod != 2*time.Second || f.partialTimeout != 5*time.Minute {
 		t.Errorf("defaults: %+v", f)
 	}

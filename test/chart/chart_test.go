@@ -390,7 +390,7 @@ podAnnotations: {team: ml}
 	cfg := configOf(t, &cm)
 	s, r := cfg.Scheduling, cfg.Scheduler
 	if s.ReserveAfter == nil || s.ReserveAfter.String() != "30m0s" || s.Preemption == nil || *s.Preemption ||
-		s.ReclaimAfter == nil || s.ReclaimAfter.String() != "10m0s" || s.Reservations == nil || *s.Reservations != 2 {
+		s.ReclaimAfter == nil || s.ReclaimAfter.String() != "10m0s" || s.Reservations == nil || *s.Reservations != 4 {
 		t.Errorf("scheduling section %s", cm.Data["config.yaml"])
 	}
 	if !slices.Equal(r.SchedulerNames, []string{"gpu-sched"}) || !slices.Equal(r.Topology, []string{"topology.kubernetes.io/zone", "phalanx.dev/rack"}) ||
