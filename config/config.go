@@ -70,7 +70,7 @@ const (
 	// DefaultReservations: how many waiting gangs may hold reservations at
 	// once. Four rather than two once the backlog counted what running
 	// gangs keep from the waiting work (docs/evaluation.md, "A ninth
-	// pass").
+	// pass" and "A tenth pass").
 	DefaultReservations = 4
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by
@@ -106,8 +106,8 @@ type Scheduling struct {
 	// reserved for it (--reserve-after); 0 turns reservations off.
 	ReserveAfter *Duration `json:"reserveAfter,omitempty"`
 	// ReserveAfterBacklog: reserveAfter is a floor, and a gang also waits
-	// as long as the cluster needs to run the work waiting now, the
-	// backlog (--reserve-after-backlog).
+	// nine tenths of the time the cluster needs to run the work waiting
+	// now, the backlog (--reserve-after-backlog).
 	ReserveAfterBacklog *bool `json:"reserveAfterBacklog,omitempty"`
 	// ReserveAhead: how long before a gang is due (reserveAfter, the
 	// backlog) nodes may be reserved for it, for a reservation that starts

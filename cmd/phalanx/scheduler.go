@@ -141,7 +141,7 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 		"reserve nodes, as they free up, for a gang that has waited this long without fitting; only gangs expected to end\n"+
 			"before it starts may use them (backfill). 0 turns reservations off, except in Queues with reserveAfterSeconds")
 	fs.BoolVar(&f.reserveBacklog, "reserve-after-backlog", config.DefaultReserveAfterBacklog,
-		"--reserve-after is a floor: a gang also waits as long as the cluster needs to run the work waiting now (the\n"+
+		"--reserve-after is a floor: a gang also waits nine tenths of the time the cluster needs to run the work waiting now (the\n"+
 			"waiting gangs' GPUs times their estimates, run on the GPUs free now and those running gangs free as they end;\n"+
 			"gangs without an estimate do not count).\n"+
 			"Under overload only gangs passed over longer than that drain nodes. false: --reserve-after alone")

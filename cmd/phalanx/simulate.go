@@ -77,7 +77,7 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs.DurationVar(&f.reserveAfter, "reserve-after", sim.DefaultReserveAfter*time.Second,
 		"phalanx reserves nodes for a gang that has waited `D` (e.g. 30m; 0: never), backfilling around it with jobs expected to end before it starts")
 	fs.BoolVar(&f.reserveAfterBacklog, "reserve-after-backlog", config.DefaultReserveAfterBacklog,
-		"phalanx also waits, before it reserves for a gang, as long as the cluster needs to run the work waiting now (GPUs x estimates, on the GPUs free now and those running jobs free as they end); false: --reserve-after alone")
+		"phalanx also waits, before it reserves for a gang, nine tenths of the time the cluster needs to run the work waiting now (GPUs x estimates, on the GPUs free now and those running jobs free as they end); false: --reserve-after alone")
 	fs.DurationVar(&f.reserveAhead, "reserve-ahead", sim.DefaultReserveAhead*time.Second,
 		"phalanx reserves nodes for a gang up to `D` before it is due (--reserve-after, the backlog), for a reservation that starts no sooner; "+
 			"until then the nodes take only jobs expected to end by then (0: only once it is due)")
