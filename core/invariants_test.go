@@ -253,6 +253,15 @@ func BenchmarkCycle5000NodesReserveAhead(b *testing.B) {
 	benchCycle(b, Config{ReserveAfter: 2 * 86400, ReserveAhead: 2 * 86400, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400)
 }
 
+// BenchmarkCycle5000NodesBacklog is BenchmarkCycle5000NodesReservations
+// with the defaults' thresholds: a day, and nine tenths of the time the
+// waiting work takes on what is free and what the running members free
+// (backlog.wait over every release), reserved up to two days ahead, for up
+// to four gangs.
+func BenchmarkCycle5000NodesBacklog(b *testing.B) {
+	benchCycle(b, Config{ReserveAfter: 86400, ReserveAfterBacklog: true, ReserveAhead: 2 * 86400, Reservations: 4, ShortestFirst: true}, estimatedSnapshot(), 86400)
+}
+
 // BenchmarkCycle5000NodesOverrun is BenchmarkCycle5000NodesReservations
 // half a day later: about half the running members are past their
 // estimated ends, and the cycle expects each to run as long again.
