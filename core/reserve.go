@@ -38,25 +38,25 @@ import (
 // queues drain nodes for its big one.
 //
 // With Config.ReserveAfterBacklog, Config.ReserveAfter is a floor: a gang
-// also waits, before it becomes a candidate, as long as the cluster needs to
-// run the work waiting now, the backlog. The work is the sum, over the
-// waiting gangs that have an estimate, of what they ask of the accelerator
-// (of CPU on a cluster without one) times their estimate (and their queue's
-// WorkFactor if they declared it); the time is how long the schedulable
-// nodes take to run it on what they have free now and on what each running
-// member frees at its expected end (backlog.wait), of which a gang waits
-// out nine tenths (backlogShare). A gang that arrived now would wait about
-// that long if gangs ran in arrival order and no gang waited for room: the
-// running gangs' work counts only as far as it keeps the cluster from the
-// waiting work, not a member that ends after the backlog has run
-// (docs/evaluation.md, "A ninth pass" and "A tenth pass"). Under overload,
-// when every gang waits days, a fixed threshold sends every gang past it,
-// small or big, to the few reservations in arrival order, and each drains
-// nodes that the others, placed as they come, would have used; with the
-// backlog added only the gangs that waited longer than arrival order would
-// have made them, the ones the stream of smaller work keeps passing over,
-// drain nodes. When little waits, the floor alone applies. A queue's own
-// ReserveAfter is taken as it is (docs/evaluation.md).
+// also waits, before it becomes a candidate, nine tenths (backlogShare) of
+// the time the cluster needs to run the work waiting now, the backlog. The
+// work is the sum, over the waiting gangs that have an estimate, of what
+// they ask of the accelerator (of CPU on a cluster without one) times their
+// estimate (and their queue's WorkFactor if they declared it); the time is
+// how long the schedulable nodes take to run it on what they have free now
+// and on what each running member frees at its expected end (backlog.wait).
+// A gang that arrived now would wait about that long if gangs ran in arrival
+// order and no gang waited for room: the running gangs' work counts only as
+// far as it keeps the cluster from the waiting work, not a member that ends
+// after the backlog has run (docs/evaluation.md, "A ninth pass" and "A tenth
+// pass"). Under overload, when every gang waits days, a fixed threshold
+// sends every gang past it, small or big, to the few reservations in arrival
+// order, and each drains nodes that the others, placed as they come, would
+// have used; with the backlog added only the gangs that waited longer than
+// arrival order would have made them, the ones the stream of smaller work
+// keeps passing over, drain nodes. When little waits, the floor alone
+// applies. A queue's own ReserveAfter is taken as it is
+// (docs/evaluation.md).
 //
 // With Config.ReserveAhead, a gang becomes a candidate that long before it
 // is due (its threshold, ReserveAfter or the backlog), and its reservation
