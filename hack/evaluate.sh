@@ -40,8 +40,9 @@
 #
 #   hack/evaluate.sh [out-dir] [trace.csv]     defaults: eval-out, ../shared/traces/philly_jobs.csv
 #
-# It took 28 minutes on 2 cores (1,698 s; 11.5 minutes before the once-due
-# and validation runs were added).
+# It took 28 minutes on 2 cores (1,698 s; 1,958 s on 2026-11-29, beside other
+# runs at first; 11.5 minutes before the once-due and validation runs were
+# added).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
