@@ -224,11 +224,19 @@ func TestForecastPureWithoutPreemption(t *testing.T) {
 // BenchmarkForecast5000Nodes forecasts BenchmarkCycle5000Nodes's snapshot
 // (5,000 nodes of 8 GPUs, 20,000 pending pods) with every gang given an
 // estimate of a minute to a day and every used node a release within a day,
-// as BenchmarkCycle5000NodesReservations: the scheduler's defaults (reserve
-// after an hour, two reservations) and the forecast's (a week, at most
+// as BenchmarkCycle5000NodesReservations: reservations after an hour, two
+// at once, and the forecast's defaults (a week, at most
 // DefaultForecastCycles cycles, a minute apart).
 func BenchmarkForecast5000Nodes(b *testing.B) {
 	benchForecast(b, Config{ReserveAfter: 3600, Reservations: 2}, ForecastOptions{Step: 60})
+}
+
+// BenchmarkForecast5000NodesDefaults is BenchmarkForecast5000Nodes with the
+// scheduler's reservation defaults: a day and nine tenths of the backlog on
+// what the running members free (a freeSteps in every forecast cycle),
+// reserved up to two days ahead, four at once.
+func BenchmarkForecast5000NodesDefaults(b *testing.B) {
+	benchForecast(b, Config{ReserveAfter: 86400, ReserveAfterBacklog: true, ReserveAhead: 2 * 86400, Reservations: 4, ShortestFirst: true}, ForecastOptions{Step: 60})
 }
 
 // BenchmarkForecast5000NodesReserveAhead is BenchmarkForecast5000Nodes with
