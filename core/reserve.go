@@ -129,7 +129,7 @@ func (c *cycle) reserve(schedulable Vector) {
 			isHead := head
 			head = false
 			wait := after
-			if !own && bl.per > 0 {
+			if !own && len(bl.steps) > 0 {
 				wait = max(after, bl.without(g, qs.wants[i], qs.q.WorkFactor))
 			}
 			if !isHead && wait <= 0 {
@@ -258,12 +258,12 @@ const backlogShare = 0.9
 type backlog struct {
 	dim  int
 	work float64 // can pass 2^63 in resource-seconds: CPU in millicores
-	// per is what the schedulable nodes have of dim; 0 turns it off.
-	per float64
 	// steps give, from now, the room the schedulable nodes have free over
 	// time: the first is now, each next one the expected end of running
 	// members, after which the rate holds until the next. The rate after
-	// the last is per, less what members without a known end hold.
+	// the last is what the schedulable nodes have, less what members
+	// without a known end hold. None when nothing waits or no node is
+	// schedulable: the backlog is then off.
 	steps []freeStep
 }
 
@@ -278,7 +278,6 @@ func (c *cycle) backlog(schedulable Vector) backlog {
 	if b.dim < 0 {
 		b.dim = CPU
 	}
-	b.per = float64(schedulable[b.dim])
 	for _, qs := range c.order {
 		if qs.q.Closed {
 			continue // its gangs do not run, whatever waits
@@ -287,7 +286,7 @@ func (c *cycle) backlog(schedulable Vector) backlog {
 			b.work += b.of(g, qs.wants[i], qs.q.WorkFactor)
 		}
 	}
-	if b.work > 0 && b.per > 0 {
+	if b.work > 0 && schedulable[b.dim] > 0 {
 		b.steps = c.freeSteps(b.dim, c.mem.steps[:0])
 		c.mem.steps = b.steps
 	}
