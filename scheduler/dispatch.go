@@ -151,8 +151,10 @@ const (
 	kindPodGroup = "PodGroup"
 	// kindForeignPodGroup: a PodGroup of another scheduler's API.
 	kindForeignPodGroup = "ForeignPodGroup"
-	kindQueue           = "Queue"
-	kindPod             = "Pod"
+	// kindForeignPhase: the first phase of such a PodGroup (markPending).
+	kindForeignPhase = "ForeignPodGroupPhase"
+	kindQueue        = "Queue"
+	kindPod          = "Pod"
 )
 
 // statusPatch replaces the status of the object of uid, and fails if the
@@ -321,6 +323,7 @@ func (s *Scheduler) publish(ctx context.Context, snap *core.Snapshot, views map[
 			s.writer.cancel(writeKey{kindQueue, name})
 		}
 	}
+	s.markPending(views)
 	s.queueMetrics(queues, deserved, func(name string) (pending, running int32) {
 		if c := counts[name]; c != nil {
 			return c.pending, c.running
@@ -409,6 +412,54 @@ func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admit
 		_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}, sub...)
 		return err
 	}})
+}
+
+// markPending gives a PodGroup of scheduler-plugins' schema whose status
+// has no phase the phase that API's own controller gives every new
+// PodGroup: Pending. training-operator in that mode needs the event: it
+// creates the PodGroup, reads it back from its cache before the cache has
+// it, gives up that reconcile, and waits for an event of the job or of the
+// PodGroup; its status update of the job changes nothing within the same
+// second, and then it creates no pod, ever. We saw a PyTorchJob wait so.
+// This is done for PodGroups no instance of ours claims as well: no pod
+// names them yet, so no scheduler has written them, and the patch is
+// guarded by the resourceVersion read, so it never overwrites a status
+// another writer gave meanwhile. The PodGroups this scheduler serves get
+// their whole status from publishForeign; those named by pods of another
+// scheduler are that scheduler's.
+func (s *Scheduler) markPending(views map[string]*gangView) {
+	for fk, pg := range s.store.unphased {
+		if views[fk.key] != nil || s.store.others[fk.key] > 0 || s.phaseTried[fk] == pg.ResourceVersion {
+			continue
+		}
+		gvr, ok := foreignResource(fk.group)
+		if !ok || s.opts.Dynamic == nil {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"uid": pg.UID, "resourceVersion": pg.ResourceVersion},
+			"status":   map[string]any{"phase": "Pending"},
+		})
+		if err != nil {
+			continue
+		}
+		s.phaseTried[fk] = pg.ResourceVersion
+		var sub []string
+		if s.foreignStatusSub[fk.group] {
+			sub = []string{"status"}
+		}
+		ns, name := pg.Namespace, pg.Name
+		s.writer.put(writeKey{kindForeignPhase, fk.group + "/" + fk.key}, writeJob{do: func(ctx context.Context) error {
+			_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, sub...)
+			return err
+		}})
+	}
+	for fk := range s.phaseTried {
+		if s.store.unphased[fk] == nil {
+			delete(s.phaseTried, fk)
+			s.writer.cancel(writeKey{kindForeignPhase, fk.group + "/" + fk.key})
+		}
+	}
 }
 
 // awaitingPods words the Scheduled condition of an admitted (Inqueue)

@@ -17,8 +17,7 @@ import (
 // --enable-gang-scheduling writes kube-batch's or Volcano's, training-operator
 // with scheduler-plugins writes scheduler-plugins'. Phalanx reads those
 // PodGroups too, wherever the cluster serves their API, and treats them as
-// its own for placement. It never writes their status: their schema and
-// their controllers are not ours.
+// its own for placement.
 
 // ForeignPodGroups are the PodGroup APIs of other schedulers that Phalanx
 // reads, in order of precedence after its own.
@@ -62,7 +61,7 @@ func fromForeign(u *unstructured.Unstructured) (*v1alpha1.PodGroup, error) {
 	}
 	return &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
 			Generation: u.GetGeneration(), CreationTimestamp: u.GetCreationTimestamp(),
 			Annotations: annotations,
 		},
@@ -86,7 +85,12 @@ func isForeign(pg *v1alpha1.PodGroup) bool { return pg.Annotations[annotationFor
 // phase leaves Pending. Where the API has no status subresource (Volcano's
 // PodGroup CRD as its installer ships it), the status is written in the
 // object itself; either way it is one JSON patch guarded by the object's
-// UID.
+// UID. A scheduler-plugins PodGroup that no one gave a phase yet gets
+// Pending, whoever claims it (markPending).
+
+// foreignKey names a PodGroup of another scheduler's API: its API group
+// and namespace/name.
+type foreignKey struct{ group, key string }
 
 // foreignSchema says how an API group's PodGroup status is written.
 type foreignSchema int

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 )
 
 func volcanoPodGroup(name string, min int64) *unstructured.Unstructured {
@@ -261,5 +265,97 @@ func TestAwaitingPods(t *testing.T) {
 	}
 	if _, ok := s.inqueueSince["ns/job"]; ok {
 		t.Errorf("still counting once the pods exist")
+	}
+}
+
+// A PodGroup of scheduler-plugins' schema whose status has no phase gets
+// phase Pending, once per resourceVersion read, as that API's controller
+// gives it; not while another scheduler's pods name it, nor when the gang
+// is served here (its whole status is written then), nor in Volcano's
+// schema, nor once it has a phase.
+func TestMarkPending(t *testing.T) {
+	const group = "scheduling.x-k8s.io"
+	gvr, _ := foreignResource(group)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": group + "/v1alpha1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "job", "namespace": "ns", "uid": "u-job", "resourceVersion": "7"},
+		"spec":     map[string]any{"minMember": int64(3)},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "PodGroupList"}, obj.DeepCopy())
+	s, _ := newDecodeScheduler(t)
+	s.opts.Dynamic = dyn
+	s.foreignStatusSub[group] = true
+	key := writeKey{kindForeignPhase, group + "/ns/job"}
+	set := func(u *unstructured.Unstructured) {
+		t.Helper()
+		pg, err := fromForeign(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, _, _ := unstructured.NestedMap(u.Object, "status")
+		s.store.SetForeignPodGroup(group, pg, status)
+	}
+	queued := func(views map[string]*gangView) (writeJob, bool) {
+		s.markPending(views)
+		return s.writer.take(key)
+	}
+
+	set(obj)
+	job, ok := queued(nil)
+	if !ok {
+		t.Fatal("no phase written for a PodGroup without one")
+	}
+	if err := job.do(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dyn.Resource(gvr).Namespace("ns").Get(context.Background(), "job", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phase, _, _ := unstructured.NestedString(got.Object, "status", "phase"); phase != "Pending" {
+		t.Errorf("phase %q after the write, want Pending", phase)
+	}
+	if _, ok := queued(nil); ok {
+		t.Error("written again under the same resourceVersion")
+	}
+
+	// Read again without a phase (the write lost to another): written again.
+	obj.SetResourceVersion("8")
+	set(obj)
+	if _, ok := queued(map[string]*gangView{"ns/job": {}}); ok {
+		t.Error("written while the gang is served here")
+	}
+	s.store.others["ns/job"] = 1
+	if _, ok := queued(nil); ok {
+		t.Error("written while another scheduler's pods name it")
+	}
+	delete(s.store.others, "ns/job")
+	if _, ok := queued(nil); !ok {
+		t.Error("not written under a new resourceVersion")
+	}
+
+	// It has a phase now: nothing more, and nothing kept.
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(unstructured.SetNestedField(obj.Object, "Pending", "status", "phase"))
+	obj.SetResourceVersion("9")
+	set(obj)
+	if _, ok := queued(nil); ok {
+		t.Error("written with a phase")
+	}
+	if len(s.phaseTried) != 0 || len(s.store.unphased) != 0 {
+		t.Errorf("kept: tried %v, unphased %v", s.phaseTried, s.store.unphased)
+	}
+
+	// Volcano's schema is not marked: its operators wait for Inqueue, and
+	// Pending tells them nothing new.
+	vc, _ := fromForeign(volcanoPodGroup("vjob", 2))
+	s.store.SetForeignPodGroup("scheduling.volcano.sh", vc, nil)
+	if len(s.store.unphased) != 0 {
+		t.Errorf("a Volcano PodGroup is marked: %v", s.store.unphased)
 	}
 }

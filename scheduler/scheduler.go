@@ -262,7 +262,10 @@ type Scheduler struct {
 	// inqueueSince: when other schedulers' PodGroups without pods were
 	// first found admitted, by gang key (awaitingPods).
 	inqueueSince map[string]int64
-	inflight     sync.WaitGroup
+	// phaseTried: the resourceVersion of each PodGroup without a phase
+	// that markPending wrote Pending under.
+	phaseTried map[foreignKey]string
+	inflight   sync.WaitGroup
 	// fc: the latest forecast, and whether one runs (forecast.go); owned
 	// by the loop goroutine.
 	fc forecastState
@@ -323,6 +326,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 
 		foreignStatusSub: map[string]bool{},
 		inqueueSince:     map[string]int64{},
+		phaseTried:       map[foreignKey]string{},
 	}, nil
 }
 

@@ -44,6 +44,9 @@ type Store struct {
 	// foreignStatus holds their status as read, in their own schema,
 	// keyed like foreign.
 	foreignStatus map[string]map[string]map[string]any
+	// unphased holds the PodGroups of scheduler-plugins' schema whose
+	// status has no phase yet (markPending).
+	unphased map[foreignKey]*v1alpha1.PodGroup
 	// gone holds the last PodGroup seen of a gang whose PodGroup was
 	// deleted (or became unreadable) while it had members: its bound
 	// members keep its minMember, queue and priority until they end (an
@@ -212,6 +215,7 @@ func NewStore(schedulerNames []string) *Store {
 		podGroups:        map[string]*v1alpha1.PodGroup{},
 		foreign:          map[string]map[string]*v1alpha1.PodGroup{},
 		foreignStatus:    map[string]map[string]map[string]any{},
+		unphased:         map[foreignKey]*v1alpha1.PodGroup{},
 		volcanoQueues:    map[string]*v1alpha1.Queue{},
 		gone:             map[string]*v1alpha1.PodGroup{},
 		unreadable:       map[string]string{},
@@ -547,6 +551,12 @@ func (s *Store) SetForeignPodGroup(group string, pg *v1alpha1.PodGroup, status m
 	}
 	s.foreign[group][pg.Namespace+"/"+pg.Name] = pg
 	s.foreignStatus[group][pg.Namespace+"/"+pg.Name] = status
+	fk := foreignKey{group, pg.Namespace + "/" + pg.Name}
+	if phase, _ := status["phase"].(string); phase == "" && foreignAPIs[group].schema == pluginsSchema {
+		s.unphased[fk] = pg
+	} else {
+		delete(s.unphased, fk)
+	}
 	delete(s.gone, pg.Namespace+"/"+pg.Name)
 	s.touch(pg.Namespace + "/" + pg.Name)
 }
@@ -567,6 +577,7 @@ func (s *Store) DeleteForeignPodGroup(group, namespace, name string) {
 	s.remember(namespace+"/"+name, s.foreign[group][namespace+"/"+name])
 	delete(s.foreign[group], namespace+"/"+name)
 	delete(s.foreignStatus[group], namespace+"/"+name)
+	delete(s.unphased, foreignKey{group, namespace + "/" + name})
 	delete(s.unreadable, namespace+"/"+name)
 	s.touch(namespace + "/" + name)
 }

@@ -119,3 +119,51 @@ func TestAPIInstalledLater(t *testing.T) {
 	}
 	e.eventually(time.Minute, "the gang runs whole", e.running(j))
 }
+
+// TestPluginsPodGroupGetsPending: a scheduler-plugins PodGroup that no pod
+// names yet gets phase Pending from Phalanx, as from that API's own
+// controller, even though Phalanx serving "phalanx" does not claim it. The
+// update is what training-operator in that mode needs when it missed its
+// PodGroup in its cache (see TestOperatorTrainingSchedulerPlugins). A
+// PodGroup whose pods another scheduler serves is left alone.
+func TestPluginsPodGroupGetsPending(t *testing.T) {
+	e := newEnv(t)
+	installOperatorCRDs(t, e, "scheduler-plugins")
+	startScheduler(t)
+	create := func(name string) {
+		t.Helper()
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": gvrSPPodGroup.GroupVersion().String(), "kind": "PodGroup",
+			"metadata": map[string]any{"name": name, "namespace": e.ns},
+			"spec":     map[string]any{"minMember": int64(3)},
+		}}
+		if _, err := dyn.Resource(gvrSPPodGroup).Namespace(e.ns).Create(e.ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phase := func(name string) (string, error) {
+		u, err := dyn.Resource(gvrSPPodGroup).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		p, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return p, nil
+	}
+	// Another scheduler's pod names this one before it exists.
+	other := makePod("other-0").SchedulerName("default-scheduler").Label("scheduling.x-k8s.io/pod-group", "theirs").Obj()
+	e.createPod(other)
+	create("theirs")
+	create("job")
+	e.eventually(30*time.Second, "the PodGroup without pods says phase Pending", func(ctx context.Context) error {
+		if p, err := phase("job"); err != nil || p != "Pending" {
+			return fmt.Errorf("phase %q (%v)", p, err)
+		}
+		return nil
+	})
+	e.consistently(5*time.Second, "the PodGroup of another scheduler's pod to keep no phase", func(ctx context.Context) error {
+		if p, err := phase("theirs"); err != nil || p != "" {
+			return fmt.Errorf("phase %q (%v)", p, err)
+		}
+		return nil
+	})
+}
