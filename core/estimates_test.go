@@ -99,6 +99,45 @@ func TestWorkFactor(t *testing.T) {
 	}
 }
 
+// The overrun factor is the 90th percentile (nearest rank) of run time over
+// corrected estimate, at least 1: of the ratios 1 to 10, the 9th; of 20
+// ratios, the 18th.
+func TestOverrunFactor(t *testing.T) {
+	n := func(v ...int64) []int64 { return v }
+	ramp := func(k int) (est, ran []int64) {
+		for i := 1; i <= k; i++ {
+			est, ran = append(est, 100), append(ran, int64(100*i))
+		}
+		return est, ran
+	}
+	est10, ran10 := ramp(10)
+	est20, ran20 := ramp(20)
+	for _, tc := range []struct {
+		name     string
+		est, ran []int64
+		factor   float64
+		want     float64
+	}{
+		{"exact: exactly 1", n(100, 200, 300, 400, 500), n(100, 200, 300, 400, 500), 1, 1},
+		{"four, too few", n(100, 100, 100, 100), n(400, 400, 400, 400), 1, 1},
+		{"ratios 1 to 10: the 9th", est10, ran10, 1, 9},
+		{"ratios 1 to 20: the 18th", est20, ran20, 1, 18},
+		{"ratios 1 to 10, corrected by 2", est10, ran10, 2, 4.5},
+		{"all shorter than estimated: 1", n(100, 100, 100, 100, 100), n(50, 60, 70, 80, 90), 1, 1},
+		{"one in five overran twice: the nearest rank of 90% is the 5th", n(100, 100, 100, 100, 100), n(100, 100, 100, 100, 200), 1, 2},
+		{"pairs without an estimate or a run time are skipped", n(100, 0, 100, 100, 100, 100, -5), n(50, 5000, 0, 50, 50, 50, 5000), 1, 1},
+		{"bounded above", n(1, 1, 1, 1, 1), n(1e7, 1e7, 1e7, 1e7, 1e7), 1, 1e3},
+	} {
+		var eras FactorEras
+		if tc.factor != 1 {
+			eras = FactorEras{{From: math.MinInt64, Factor: tc.factor}}
+		}
+		if got := OverrunFactor(tc.est, tc.ran, nil, eras); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: overrun factor %g, want %g", tc.name, got, tc.want)
+		}
+	}
+}
+
 // A team that padded its estimates twice over (ratios 0.5) and then halves
 // them (ratios 2): when the factor moves, the new one applies from the
 // first gang, in order of arrival, of the new habit, whatever the order in

@@ -208,6 +208,12 @@ type Queue struct {
 	// was declared (Gang.EstimateDeclared), the only ones it is learned
 	// from.
 	WorkFactor float64
+	// OverrunFactor multiplies the estimate of a gang of the queue that
+	// declared one where backfill asks whether it ends before a
+	// reservation starts (backfillEstimate): how far past their corrected
+	// estimates the queue's gangs run, nine times in ten (OverrunFactor,
+	// estimates.go). 1, or 0, when they keep to them.
+	OverrunFactor float64
 }
 
 // Member is one pod of a gang that is waiting for a node.

@@ -797,15 +797,15 @@ func (c *cycle) openFor(g *Gang) uint64 {
 }
 
 // backfillEstimate is how long g is taken to run when it would use nodes
-// reserved for another gang: its estimate, times its queue's WorkFactor
-// when the estimate was declared and that factor is above 1, that is when
-// the queue's latest completed gangs ran longer, in sum, than their
-// corrected estimates said. A gang that overruns onto a reservation delays
-// the gang it was made for, so its queue's record of overrunning counts
-// against it here. A factor below 1 is not applied: the gang's own
-// estimate still bounds what it may take. Exact estimates give a factor of
-// exactly 1, and the estimate as it is (docs/evaluation.md, "Wrong
-// estimates", measures it).
+// reserved for another gang: its estimate, when it was declared, times the
+// larger of its queue's WorkFactor and OverrunFactor when that is above 1:
+// when the queue's latest completed gangs ran longer, in sum, than their
+// corrected estimates said, or one in ten of them ran that much longer. A
+// gang that overruns onto a reservation delays the gang it was made for,
+// so its queue's record of overrunning counts against it here. A factor
+// below 1 is not applied: the gang's own estimate still bounds what it may
+// take. Exact estimates give a factor of exactly 1, and the estimate as it
+// is (docs/evaluation.md, "Wrong estimates", measures it).
 func (c *cycle) backfillEstimate(g *Gang) int64 {
 	est := g.Estimate
 	if est <= 0 || !g.EstimateDeclared {
@@ -815,8 +815,14 @@ func (c *cycle) backfillEstimate(g *Gang) int64 {
 	if qs == nil {
 		return est
 	}
-	if wf := qs.q.WorkFactor; wf > 1 && !math.IsInf(wf, 0) {
-		return int64(min(float64(est)*wf, float64(math.MaxInt64/2)))
+	f := 1.0
+	for _, x := range [...]float64{qs.q.WorkFactor, qs.q.OverrunFactor} {
+		if x > f && !math.IsInf(x, 0) {
+			f = x
+		}
+	}
+	if f > 1 {
+		return int64(min(float64(est)*f, float64(math.MaxInt64/2)))
 	}
 	return est
 }

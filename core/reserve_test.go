@@ -501,11 +501,11 @@ func TestReserveAhead(t *testing.T) {
 }
 
 // A gang backfills nodes reserved for another only if it is expected to
-// end by the reservation's start with its estimate times its queue's
-// WorkFactor, when that is above 1 and the estimate declared. long, from
-// 500 s with an estimate of 1000 s, may use big's nodes reserved from
-// 3600 s at a factor of 3, not 4; short (100 s) may at 4, but not at 6
-// on nodes reserved (once due) from 1000 s.
+// end by the reservation's start with its estimate times the larger of its
+// queue's WorkFactor and OverrunFactor, when that is above 1 and the
+// estimate declared. long, from 500 s with an estimate of 1000 s, may use
+// big's nodes reserved from 3600 s at a factor of 3, not 4; short (100 s)
+// may at 4, but not at 6 on nodes reserved (once due) from 1000 s.
 func TestBackfillWorkFactor(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -513,21 +513,28 @@ func TestBackfillWorkFactor(t *testing.T) {
 		wf         float64
 		undeclared bool
 		want       []string
+		overrun    float64
 	}{
-		{"ahead, factor 1", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 1, false, []string{"long", "short"}},
-		{"ahead, factor 3", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 3, false, []string{"long", "short"}},
-		{"ahead, factor 4", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, false, []string{"short"}},
-		{"ahead, factor 4, estimates not declared", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, true, []string{"long", "short"}},
-		{"ahead, factor 0.1", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 0.1, false, []string{"long", "short"}},
-		{"ahead, factor infinite", Config{ReserveAfter: 3600, ReserveAhead: 3600}, math.Inf(1), false, []string{"long", "short"}},
-		{"once due, factor 4", Config{ReserveAfter: 60}, 4, false, []string{"short"}},
-		{"once due, factor 6", Config{ReserveAfter: 60}, 6, false, nil},
+		{"ahead, factor 1", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 1, false, []string{"long", "short"}, 0},
+		{"ahead, factor 3", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 3, false, []string{"long", "short"}, 0},
+		{"ahead, factor 4", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, false, []string{"short"}, 0},
+		{"ahead, factor 4, estimates not declared", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, true, []string{"long", "short"}, 0},
+		{"ahead, factor 0.1", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 0.1, false, []string{"long", "short"}, 0},
+		{"ahead, factor infinite", Config{ReserveAfter: 3600, ReserveAhead: 3600}, math.Inf(1), false, []string{"long", "short"}, 0},
+		{"once due, factor 4", Config{ReserveAfter: 60}, 4, false, []string{"short"}, 0},
+		{"once due, factor 6", Config{ReserveAfter: 60}, 6, false, nil, 0},
+		{"ahead, overrun factor 3", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 1, false, []string{"long", "short"}, 3},
+		{"ahead, overrun factor 4", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 1, false, []string{"short"}, 4},
+		{"ahead, overrun factor 4, work factor 3", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 3, false, []string{"short"}, 4},
+		{"ahead, overrun factor 3, work factor 4", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 4, false, []string{"short"}, 3},
+		{"ahead, overrun factor 4, estimates not declared", Config{ReserveAfter: 3600, ReserveAhead: 3600}, 1, true, []string{"long", "short"}, 4},
+		{"once due, overrun factor 6", Config{ReserveAfter: 60}, 1, false, nil, 6},
 	} {
 		s := reservationSnapshot()
 		if len(s.Queues) != 1 {
 			t.Fatalf("%d queues, want the default one", len(s.Queues))
 		}
-		s.Queues[0].WorkFactor = tc.wf
+		s.Queues[0].WorkFactor, s.Queues[0].OverrunFactor = tc.wf, tc.overrun
 		for _, g := range s.Gangs {
 			g.EstimateDeclared = g.Estimate > 0 && !tc.undeclared
 		}

@@ -344,6 +344,7 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 		if s.store.correcting {
 			s.metrics.QueueEstimateFactor.WithLabelValues(name).Set(s.store.history[name].factor())
 			s.metrics.QueueWorkFactor.WithLabelValues(name).Set(s.store.history[name].workFactor())
+			s.metrics.QueueOverrunFactor.WithLabelValues(name).Set(s.store.history[name].overrunFactor())
 		}
 		set := queueSeries{allocated: map[corev1.ResourceName]bool{}, deserved: map[corev1.ResourceName]bool{}}
 		for res, amount := range s.store.res.resourceList(q.Allocated) {
@@ -363,6 +364,7 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 			s.metrics.QueueRunningGangs.DeleteLabelValues(name)
 			s.metrics.QueueEstimateFactor.DeleteLabelValues(name)
 			s.metrics.QueueWorkFactor.DeleteLabelValues(name)
+			s.metrics.QueueOverrunFactor.DeleteLabelValues(name)
 		}
 		for res := range old.allocated {
 			if !cur.allocated[res] {

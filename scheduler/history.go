@@ -13,7 +13,8 @@ import (
 // its gangs declare: with their declared estimates, they give the factor
 // by which those are multiplied (core.EstimateFactor), and the one by which
 // the backlog (and, above 1, backfill) multiplies them (core.WorkFactor,
-// core.Queue.WorkFactor). The scheduler keeps them in memory and records
+// core.Queue.WorkFactor), and how far past them one in ten ran, which
+// backfill also counts (core.OverrunFactor, core.Queue.OverrunFactor). The scheduler keeps them in memory and records
 // them in its state ConfigMap (state.go), from which a new leader restores
 // them; it also learns them again from the finished pods its informers
 // list, once per gang.
@@ -39,6 +40,7 @@ type runTimes struct {
 	// to date by addGang.
 	eras core.FactorEras
 	w    float64 // the work factor, kept up to date by addGang
+	o    float64 // the overrun factor, kept up to date by addGang
 }
 
 // add records a gang that finished at finish (Unix seconds) after running
@@ -73,14 +75,21 @@ func (r *runTimes) addGang(gang string, finish, secs, estimate, arrival int64) {
 		}
 	}
 	r.eras = r.eras.Follow(ratios[:n], arrivals[:n])
+	r.factors()
+}
+
+// factors derives the work and overrun factors from the record and the
+// eras.
+func (r *runTimes) factors() {
 	r.w = core.WorkFactor(r.estimates, r.seconds, r.arrivals, r.eras)
+	r.o = core.OverrunFactor(r.estimates, r.seconds, r.arrivals, r.eras)
 }
 
 // setEras replaces the eras of the factor (restored from a recorded state),
-// and the work factor with them.
+// and the work and overrun factors with them.
 func (r *runTimes) setEras(eras core.FactorEras) {
 	r.eras = slices.Clone(eras)
-	r.w = core.WorkFactor(r.estimates, r.seconds, r.arrivals, r.eras)
+	r.factors()
 }
 
 // workFactor is what the backlog multiplies the queue's estimates by
@@ -91,6 +100,16 @@ func (r *runTimes) workFactor() float64 {
 		return 1
 	}
 	return r.w
+}
+
+// overrunFactor is how far past their corrected estimates one in ten of
+// the queue's latest gangs that declared one ran, which backfill counts
+// (core.OverrunFactor): 1 when fewer than core.EstimateSamplesMin did.
+func (r *runTimes) overrunFactor() float64 {
+	if r == nil || r.o == 0 {
+		return 1
+	}
+	return r.o
 }
 
 // factor is what the declared estimates of the queue's gangs that arrive

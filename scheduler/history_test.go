@@ -209,8 +209,12 @@ func TestEstimateCorrection(t *testing.T) {
 		check("after six", 2)
 		snap, _ := s.Snapshot()
 		want := map[string]float64{"research": 4200.0 / 3600, "elsewhere": 1} // elsewhere: four, too few
+		// Over the corrected estimates research's ratios are five 1s and a
+		// 2: the 90th percentile (the 6th of 6) is 2.
+		overrun := map[string]float64{"research": 2, "elsewhere": 1}
 		if !correcting {
 			want = map[string]float64{"research": 0, "elsewhere": 0}
+			overrun = want
 		}
 		found := 0
 		for _, q := range snap.Queues {
@@ -218,6 +222,9 @@ func TestEstimateCorrection(t *testing.T) {
 				found++
 				if math.Abs(q.WorkFactor-w) > 1e-12 {
 					t.Errorf("correcting %v: queue %s's work factor %g, want %g", correcting, q.Name, q.WorkFactor, w)
+				}
+				if o := overrun[q.Name]; math.Abs(q.OverrunFactor-o) > 1e-12 {
+					t.Errorf("correcting %v: queue %s's overrun factor %g, want %g", correcting, q.Name, q.OverrunFactor, o)
 				}
 			}
 		}

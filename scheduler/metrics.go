@@ -58,6 +58,11 @@ type Metrics struct {
 	// is above 1, when
 	// Options.CorrectEstimates is on.
 	QueueWorkFactor *prometheus.GaugeVec
+	// QueueOverrunFactor is how far past their corrected estimates one in
+	// ten of the queue's latest gangs ran, which backfill counts
+	// (history.go, core.OverrunFactor), when Options.CorrectEstimates is
+	// on.
+	QueueOverrunFactor *prometheus.GaugeVec
 }
 
 // NewMetrics creates and registers the metrics, with the Go and process
@@ -135,11 +140,16 @@ func NewMetrics() *Metrics {
 			Help: "What the reservation threshold multiplies the queue's corrected estimates by where it sums them (the backlog), and backfill too when above 1: " +
 				"the run times of the same latest completed gangs over their corrected estimates, in sum (1 until 5 have), after the latest cycle."},
 			[]string{"queue"}),
+		QueueOverrunFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "phalanx_queue_overrun_factor",
+			Help: "Backfill multiplies the queue's corrected estimates by the larger of this and the work factor, when above 1, before it lets a gang use nodes reserved for another: " +
+				"the 90th percentile of run time over corrected estimate of the same latest completed gangs, at least 1 (1 until 5 have), after the latest cycle."},
+			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
 		m.UnreadableObjects, m.PodEventsSkipped, m.ForecastDuration,
 		m.QueuePendingGangs, m.QueueRunningGangs, m.QueueAllocated, m.QueueDeserved, m.QueueAdmissionWait, m.QueueStartForecastError, m.QueueEvictedPods, m.QueueGPUSecondsLost,
-		m.QueueEstimateFactor, m.QueueWorkFactor,
+		m.QueueEstimateFactor, m.QueueWorkFactor, m.QueueOverrunFactor,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

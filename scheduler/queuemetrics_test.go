@@ -62,8 +62,8 @@ func gathered(t *testing.T, m *Metrics, name string) []string {
 }
 
 // TestQueueMetrics: after cycles, each queue's pending and running gangs,
-// its allocated resources, its admission waits and its estimate and work
-// factors are exported, and a queue that goes loses its series.
+// its allocated resources, its admission waits and its estimate, work and
+// overrun factors are exported, and a queue that goes loses its series.
 func TestQueueMetrics(t *testing.T) {
 	queueA := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "qa"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
 	queueB := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "qb"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
@@ -84,7 +84,8 @@ func TestQueueMetrics(t *testing.T) {
 	s.store.history["a"] = &runTimes{}
 	// a's latest gangs ran 1.5 times their estimates but one, which ran 3
 	// times: the median is 1.5, the sum 1,800 s against 1,000 s of
-	// estimates, 1.2 times 1.5.
+	// estimates, 1.2 times 1.5; over the corrected estimates the ratios are
+	// 1, 1, 1, 1 and 2, whose 90th percentile is 2.
 	for i := range int64(4) {
 		s.store.history["a"].addGang(fmt.Sprintf("ns/done-%d", i), i, 300, 200, 0)
 	}
@@ -118,6 +119,7 @@ func TestQueueMetrics(t *testing.T) {
 	check("phalanx_queue_admission_wait_seconds", "queue=a count 1 sum 60")
 	check("phalanx_queue_estimate_factor", "queue=a 1.5", "queue=b 1")
 	check("phalanx_queue_work_factor", "queue=a 1.2", "queue=b 1")
+	check("phalanx_queue_overrun_factor", "queue=a 2", "queue=b 1")
 
 	s.store.DeleteQueue("b")
 	s.cycle(ctx)
@@ -125,6 +127,7 @@ func TestQueueMetrics(t *testing.T) {
 	check("phalanx_queue_running_gangs", "queue=a 1")
 	check("phalanx_queue_estimate_factor", "queue=a 1.5")
 	check("phalanx_queue_work_factor", "queue=a 1.2")
+	check("phalanx_queue_overrun_factor", "queue=a 2")
 }
 
 // TestEvictionMetrics: the pods of a gang evicted for preemption count
@@ -200,6 +203,7 @@ func registeredMetrics(t *testing.T) []string {
 	m.QueueGPUSecondsLost.WithLabelValues("x")
 	m.QueueEstimateFactor.WithLabelValues("x")
 	m.QueueWorkFactor.WithLabelValues("x")
+	m.QueueOverrunFactor.WithLabelValues("x")
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

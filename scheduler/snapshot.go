@@ -410,6 +410,7 @@ func (s *Store) Snapshot() (*core.Snapshot, map[string]*gangView) {
 		}
 		if s.correcting {
 			cq.WorkFactor = s.history[name].workFactor()
+			cq.OverrunFactor = s.history[name].overrunFactor()
 		}
 		cq.PreemptMinRuntime = minRuntime(q.Spec.PreemptMinRuntimeSeconds)
 		cq.ReclaimMinRuntime = minRuntime(q.Spec.ReclaimMinRuntimeSeconds)

@@ -286,10 +286,11 @@ func (e EstimateError) estimate(id string, duration int64) int64 {
 }
 
 // queueEstimates corrects the estimates the scheduler gets as the
-// scheduler does (core.EstimateFactor, core.FactorEras, core.WorkFactor;
-// scheduler/history.go): per queue, the estimates, run times and arrivals
-// of its latest completed jobs and the eras of the factor the medians of
-// their ratios gave; the work factor of their sums is derived from them as
+// scheduler does (core.EstimateFactor, core.FactorEras, core.WorkFactor,
+// core.OverrunFactor; scheduler/history.go): per queue, the estimates, run
+// times and arrivals of its latest completed jobs and the eras of the
+// factor the medians of their ratios gave; the work factor of their sums
+// and the overrun factor of their 90th percentile are derived from them as
 // each completes.
 type queueEstimates struct {
 	on bool
@@ -311,10 +312,12 @@ func (q *queueEstimates) init(queues int) {
 
 // record adds a job of queue that arrived at arrival and ran ran seconds
 // against an estimate of estimate seconds, and returns the queue's work
-// factor (core.WorkFactor; 1 when nothing is corrected).
-func (q *queueEstimates) record(queue int, estimate, ran, arrival int64) (work float64) {
+// and overrun factors (core.WorkFactor, core.OverrunFactor; 1 when nothing
+// is corrected).
+func (q *queueEstimates) record(queue int, estimate, ran, arrival int64) (work, overrun float64) {
 	if _, ok := core.EstimateRatio(estimate, ran); !q.on || !ok {
-		return core.WorkFactor(q.est[queue], q.ran[queue], q.arr[queue], q.eras[queue])
+		es, rs, as, eras := q.est[queue], q.ran[queue], q.arr[queue], q.eras[queue]
+		return core.WorkFactor(es, rs, as, eras), core.OverrunFactor(es, rs, as, eras)
 	}
 	es, rs, as := append(q.est[queue], estimate), append(q.ran[queue], ran), append(q.arr[queue], arrival)
 	if len(es) > core.EstimateSamples {
@@ -331,7 +334,7 @@ func (q *queueEstimates) record(queue int, estimate, ran, arrival int64) (work f
 		q.eras[queue] = eras
 		q.gen++
 	}
-	return core.WorkFactor(es, rs, as, q.eras[queue])
+	return core.WorkFactor(es, rs, as, q.eras[queue]), core.OverrunFactor(es, rs, as, q.eras[queue])
 }
 
 // expected is the run time the scheduler expects of j: its estimate,

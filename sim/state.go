@@ -469,7 +469,8 @@ func (s *state) complete(j *job) {
 	}
 	s.addRunning(j, -j.held)
 	s.held -= j.held
-	s.snap.Queues[j.queue].WorkFactor = s.estimates.record(j.queue, j.estimate, s.now-j.start, j.spec.Submit)
+	q := &s.snap.Queues[j.queue]
+	q.WorkFactor, q.OverrunFactor = s.estimates.record(j.queue, j.estimate, s.now-j.start, j.spec.Submit)
 	j.done = true
 	s.completed++
 	s.lastCompletion = s.now
