@@ -250,6 +250,18 @@ func (c *cycle) reserve(schedulable Vector) {
 // waiting work before the gang's own part came off, on 16 and 17.
 const backlogShare = 0.9
 
+// untrustedOverrun is the overrun factor (Queue.OverrunFactor) above which
+// the backlog does not count on the expected ends of a queue's running
+// members: one in ten of its latest gangs ran e times their corrected
+// estimate or longer, as when each estimate is off by exp(N(0, σ)) with
+// σ above about 0.78. Waiting on ends that far off held big gangs back: at
+// σ = 1 the big jobs' p99 wait on Philly was 24d1h counting them, 17d18h
+// before the backlog counted them, and 17d4h with this rule
+// (docs/evaluation.md, "Backfill by how far one in ten overran"). Right
+// estimates, or estimates off by one factor, give 1, and the rule never
+// applies. e is a round figure; no other was run.
+const untrustedOverrun = math.E
+
 // backlog is the work of the waiting gangs that have an estimate, in open
 // queues: what each asks of the accelerator (of CPU without one) times its
 // estimate, times its queue's WorkFactor where the estimate was declared;
@@ -297,7 +309,10 @@ func (c *cycle) backlog(schedulable Vector) backlog {
 // the schedulable nodes: what they have free now, and what each running
 // member with a known end frees then. A member past its estimated end is
 // expected to end as a forecast expects it (expectedEnd); members without a
-// known end never free theirs. The steps are not counted on for any
+// known end never free theirs. A member of a queue whose estimates cannot
+// be counted on one by one (its OverrunFactor is above untrustedOverrun)
+// counts as freeing its room now, as every member did in the backlog
+// before it counted their ends. The steps are not counted on for any
 // placement, so unlike sortedReleases they do not make the plan change a
 // second later when ends have passed.
 func (c *cycle) freeSteps(dim int, dst []freeStep) []freeStep {
@@ -310,6 +325,9 @@ func (c *cycle) freeSteps(dim int, dst []freeStep) []freeStep {
 		at := r.At
 		if at <= c.now {
 			at = expectedEnd(at, c.now, DefaultForecastStep)
+		}
+		if qs := c.queues[r.Queue]; qs != nil && qs.q.OverrunFactor > untrustedOverrun {
+			at = c.now // its end cannot be known: counted as free now
 		}
 		ends = append(ends, freeStep{at: float64(at - c.now), rate: float64(r.Amount[dim])})
 	}

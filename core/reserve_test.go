@@ -444,6 +444,28 @@ func TestReservationWaitsOutTheBacklog(t *testing.T) {
 			t.Errorf("work factor %g, %q undeclared: at %d s big has no reservation: %q", wf, tc.undeclared, ready, pendingOf(diag)["big"].Message)
 		}
 	}
+	// A queue whose gangs overran their estimates by more than e one time
+	// in ten: the member on b counts as freeing its 4 GPUs now, and the
+	// 12,600 GPU-seconds take 12,600 / 16 = 787.5 s, 787 in whole
+	// seconds: due from 787 s, not 830 s. At e exactly its end is still
+	// counted on.
+	for _, tc := range []struct {
+		overrun float64
+		ready   int64
+	}{{3, 787}, {math.E, 830}, {1, 830}} {
+		s = snap()
+		s.Queues[0].OverrunFactor = tc.overrun
+		s.Releases[0].Queue = s.Queues[0].Name
+		if _, diag = runAt(t, s, cfg, 780); reserved(diag) {
+			t.Errorf("overrun factor %g: at 780 s big has a reservation", tc.overrun)
+		}
+		if _, diag = runAt(t, s, cfg, tc.ready-1); reserved(diag) {
+			t.Errorf("overrun factor %g: at %d s big has a reservation", tc.overrun, tc.ready-1)
+		}
+		if _, diag = runAt(t, s, cfg, tc.ready); !reserved(diag) {
+			t.Errorf("overrun factor %g: at %d s big has no reservation: %q", tc.overrun, tc.ready, pendingOf(diag)["big"].Message)
+		}
+	}
 }
 
 // Reserved ahead: big, due at 3600 s, gets its nodes ReserveAhead before,
