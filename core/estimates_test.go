@@ -69,14 +69,33 @@ func TestCorrectEstimate(t *testing.T) {
 	}
 }
 
+// factorCase is a case of a factor derived from a queue's record: its
+// estimates and run times, the factor of its one era, the factor wanted.
+type factorCase struct {
+	name     string
+	est, ran []int64
+	factor   float64
+	want     float64
+}
+
+// checkFactors checks f, a factor derived from a queue's record (what it is
+// called in messages), over the cases.
+func checkFactors(t *testing.T, what string, f func(estimates, ran, arrivals []int64, eras FactorEras) float64, cases []factorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		var eras FactorEras
+		if tc.factor != 1 {
+			eras = FactorEras{{From: math.MinInt64, Factor: tc.factor}}
+		}
+		if got := f(tc.est, tc.ran, nil, eras); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: %s %g, want %g", tc.name, what, got, tc.want)
+		}
+	}
+}
+
 func TestWorkFactor(t *testing.T) {
 	n := func(v ...int64) []int64 { return v }
-	for _, tc := range []struct {
-		name     string
-		est, ran []int64
-		factor   float64
-		want     float64
-	}{
+	checkFactors(t, "work factor", WorkFactor, []factorCase{
 		{"exact: exactly 1", n(100, 200, 300, 400, 500), n(100, 200, 300, 400, 500), 1, 1},
 		{"four, too few", n(100, 100, 100, 100), n(50, 50, 50, 50), 1, 1},
 		{"sums, not ratios: the long gang weighs most", n(100, 100, 100, 100, 1000), n(200, 200, 200, 200, 200), 1, 1000.0 / 1400},
@@ -88,15 +107,7 @@ func TestWorkFactor(t *testing.T) {
 		{"bounded below", n(1e7, 1e7, 1e7, 1e7, 1e7), n(1, 1, 1, 1, 1), 1, 1e-3},
 		{"no factor: 1", n(100, 100, 100, 100, 100), n(50, 50, 50, 50, 50), 0, 1},
 		{"ran shorter than estimates", n(100, 100, 100, 100, 100), n(50, 50, 50, 50, 50), 1, 0.5},
-	} {
-		var eras FactorEras
-		if tc.factor != 1 {
-			eras = FactorEras{{From: math.MinInt64, Factor: tc.factor}}
-		}
-		if got := WorkFactor(tc.est, tc.ran, nil, eras); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("%s: work factor %g, want %g", tc.name, got, tc.want)
-		}
-	}
+	})
 }
 
 // The overrun factor is the 90th percentile (nearest rank) of run time over
@@ -112,12 +123,7 @@ func TestOverrunFactor(t *testing.T) {
 	}
 	est10, ran10 := ramp(10)
 	est20, ran20 := ramp(20)
-	for _, tc := range []struct {
-		name     string
-		est, ran []int64
-		factor   float64
-		want     float64
-	}{
+	checkFactors(t, "overrun factor", OverrunFactor, []factorCase{
 		{"exact: exactly 1", n(100, 200, 300, 400, 500), n(100, 200, 300, 400, 500), 1, 1},
 		{"four, too few", n(100, 100, 100, 100), n(400, 400, 400, 400), 1, 1},
 		{"ratios 1 to 10: the 9th", est10, ran10, 1, 9},
@@ -127,15 +133,7 @@ func TestOverrunFactor(t *testing.T) {
 		{"one in five overran twice: the nearest rank of 90% is the 5th", n(100, 100, 100, 100, 100), n(100, 100, 100, 100, 200), 1, 2},
 		{"pairs without an estimate or a run time are skipped", n(100, 0, 100, 100, 100, 100, -5), n(50, 5000, 0, 50, 50, 50, 5000), 1, 1},
 		{"bounded above", n(1, 1, 1, 1, 1), n(1e7, 1e7, 1e7, 1e7, 1e7), 1, 1e3},
-	} {
-		var eras FactorEras
-		if tc.factor != 1 {
-			eras = FactorEras{{From: math.MinInt64, Factor: tc.factor}}
-		}
-		if got := OverrunFactor(tc.est, tc.ran, nil, eras); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("%s: overrun factor %g, want %g", tc.name, got, tc.want)
-		}
-	}
+	})
 }
 
 // A team that padded its estimates twice over (ratios 0.5) and then halves
