@@ -212,7 +212,9 @@ type Queue struct {
 	// declared one where backfill asks whether it ends before a
 	// reservation starts (backfillEstimate): how far past their corrected
 	// estimates the queue's gangs run, nine times in ten (OverrunFactor,
-	// estimates.go). 1, or 0, when they keep to them.
+	// estimates.go). 1, or 0, when they keep to them. Above e, the
+	// backlog does not count on the expected ends of the queue's running
+	// members (untrustedOverrun, reserve.go).
 	OverrunFactor float64
 }
 

@@ -143,7 +143,8 @@ func NewMetrics() *Metrics {
 		QueueOverrunFactor: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "phalanx_queue_overrun_factor",
 			Help: "Backfill multiplies the queue's corrected estimates by the larger of this and the work factor, when above 1, before it lets a gang use nodes reserved for another: " +
-				"the 90th percentile of run time over corrected estimate of the same latest completed gangs, at least 1 (1 until 5 have), after the latest cycle."},
+				"the 90th percentile of run time over corrected estimate of the same latest completed gangs, at least 1 (1 until 5 have), after the latest cycle. " +
+				"Above e, the backlog takes the GPUs of the queue's running gangs as free now."},
 			[]string{"queue"}),
 	}
 	m.Registry.MustRegister(m.CycleDuration, m.GangsScheduled, m.PodsBound, m.BindErrors, m.PendingGangs, m.StatusWrites, m.StatusBacklog, m.Evictions,
