@@ -140,17 +140,11 @@ func CorrectEstimate(estimate int64, factor float64, limit int64) int64 {
 func WorkFactor(estimates, ran, arrivals []int64, eras FactorEras) float64 {
 	var sumEst, sumRan float64
 	n := 0
-	for i, est := range estimates {
-		if i < len(ran) && est > 0 && ran[i] > 0 {
-			arrival := int64(math.MaxInt64)
-			if i < len(arrivals) {
-				arrival = arrivals[i]
-			}
-			sumEst += float64(est) * eras.At(arrival)
-			sumRan += float64(ran[i])
-			n++
-		}
-	}
+	correctedPairs(estimates, ran, arrivals, eras, func(est, ran float64) {
+		sumEst += est
+		sumRan += ran
+		n++
+	})
 	if n < EstimateSamplesMin || !(sumEst > 0) || math.IsInf(sumEst, 0) {
 		return 1
 	}
@@ -171,24 +165,30 @@ func WorkFactor(estimates, ran, arrivals []int64, eras FactorEras) float64 {
 func OverrunFactor(estimates, ran, arrivals []int64, eras FactorEras) float64 {
 	var buf [EstimateSamples]float64
 	ratios := buf[:0]
-	for i, est := range estimates {
-		if i >= len(ran) || est <= 0 || ran[i] <= 0 || len(ratios) == EstimateSamples {
-			continue
-		}
-		arrival := int64(math.MaxInt64)
-		if i < len(arrivals) {
-			arrival = arrivals[i]
-		}
-		if r := float64(ran[i]) / (float64(est) * eras.At(arrival)); !math.IsNaN(r) {
-			ratios = append(ratios, r)
-		}
-	}
+	correctedPairs(estimates, ran, arrivals, eras, func(est, ran float64) { ratios = append(ratios, ran/est) })
 	if len(ratios) < EstimateSamplesMin {
 		return 1
 	}
 	slices.Sort(ratios)
 	p := ratios[(9*len(ratios)+9)/10-1]
 	return min(max(p, 1), maxEstimateFactor)
+}
+
+// correctedPairs calls f with each pair of a queue's record whose estimate
+// and run time are both positive: the estimate times the factor of its
+// era (the latest era's for a gang whose arrival is missing), and the run
+// time.
+func correctedPairs(estimates, ran, arrivals []int64, eras FactorEras, f func(est, ran float64)) {
+	for i, est := range estimates {
+		if i >= len(ran) || est <= 0 || ran[i] <= 0 {
+			continue
+		}
+		arrival := int64(math.MaxInt64)
+		if i < len(arrivals) {
+			arrival = arrivals[i]
+		}
+		f(float64(est)*eras.At(arrival), float64(ran[i]))
+	}
 }
 
 // Habits that change. A team changes its estimates (a new time limit, a

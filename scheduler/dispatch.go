@@ -405,15 +405,22 @@ func (s *Scheduler) publishForeign(key string, v *gangView, last *verdict, admit
 	if err != nil {
 		return
 	}
+	s.writer.put(writeKey{kindForeignPodGroup, key}, s.foreignWrite(group, gvr, pg, types.JSONPatchType, patch))
+}
+
+// foreignWrite patches pg, a PodGroup of another scheduler's API group, of
+// resource gvr: its status subresource, or the object itself where the API
+// has none.
+func (s *Scheduler) foreignWrite(group string, gvr schema.GroupVersionResource, pg *v1alpha1.PodGroup, pt types.PatchType, patch []byte) writeJob {
 	var sub []string
 	if s.foreignStatusSub[group] {
 		sub = []string{"status"}
 	}
 	ns, name := pg.Namespace, pg.Name
-	s.writer.put(writeKey{kindForeignPodGroup, key}, writeJob{do: func(ctx context.Context) error {
-		_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{}, sub...)
+	return writeJob{do: func(ctx context.Context) error {
+		_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, pt, patch, metav1.PatchOptions{}, sub...)
 		return err
-	}})
+	}}
 }
 
 // markPending gives a PodGroup of scheduler-plugins' schema whose status
@@ -446,15 +453,7 @@ func (s *Scheduler) markPending(views map[string]*gangView) {
 			continue
 		}
 		s.phaseTried[fk] = pg.ResourceVersion
-		var sub []string
-		if s.foreignStatusSub[fk.group] {
-			sub = []string{"status"}
-		}
-		ns, name := pg.Namespace, pg.Name
-		s.writer.put(writeKey{kindForeignPhase, fk.group + "/" + fk.key}, writeJob{do: func(ctx context.Context) error {
-			_, err := s.opts.Dynamic.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, sub...)
-			return err
-		}})
+		s.writer.put(writeKey{kindForeignPhase, fk.group + "/" + fk.key}, s.foreignWrite(fk.group, gvr, pg, types.MergePatchType, patch))
 	}
 	for fk := range s.phaseTried {
 		if s.store.unphased[fk] == nil {

@@ -14,10 +14,11 @@ import (
 // by which those are multiplied (core.EstimateFactor), and the one by which
 // the backlog (and, above 1, backfill) multiplies them (core.WorkFactor,
 // core.Queue.WorkFactor), and how far past them one in ten ran, which
-// backfill also counts (core.OverrunFactor, core.Queue.OverrunFactor). The scheduler keeps them in memory and records
-// them in its state ConfigMap (state.go), from which a new leader restores
-// them; it also learns them again from the finished pods its informers
-// list, once per gang.
+// backfill and the backlog also read (core.OverrunFactor,
+// core.Queue.OverrunFactor). The scheduler keeps them in memory and
+// records them in its state ConfigMap (state.go), from which a new leader
+// restores them; it also learns them again from the finished pods its
+// informers list, once per gang.
 
 const (
 	// historySize is how many of a queue's latest completed gangs are
