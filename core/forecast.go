@@ -237,12 +237,18 @@ func newForecaster(s *Scheduler, snap *Snapshot, now, step int64) *forecaster {
 // forecast at now counts on them, each at its expected end (expectedEnd).
 func expectedReleases(dst []Release, snap *Snapshot, now, step int64) []Release {
 	for _, r := range snap.Releases {
-		if r.At > 0 && r.Node >= 0 && r.Node < len(snap.Nodes) {
+		if countedOn(&r, snap) {
 			r.At = expectedEnd(r.At, now, step)
 			dst = append(dst, r)
 		}
 	}
 	return dst
+}
+
+// countedOn reports whether a cycle or a forecast counts on r: it has a
+// known time and a node of snap.
+func countedOn(r *Release, snap *Snapshot) bool {
+	return r.At > 0 && r.Node >= 0 && r.Node < len(snap.Nodes)
 }
 
 // terminating makes the members being evicted (Snapshot.Running, Placed.
