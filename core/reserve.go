@@ -320,14 +320,20 @@ func (c *cycle) backlog(schedulable Vector) backlog {
 func (c *cycle) freeSteps(dim int, dst []freeStep) []freeStep {
 	ends := c.mem.ends[:0]
 	step := freeStep{rate: float64(c.x.total[dim])}
+	untrusted := false // whether any queue's ends are not counted on
+	for _, qs := range c.order {
+		untrusted = untrusted || qs.q.OverrunFactor > untrustedOverrun
+	}
 	for i := range c.snap.Releases {
 		r := &c.snap.Releases[i]
 		if !countedOn(r, c.snap) || c.snap.Nodes[r.Node].Unschedulable || r.Amount[dim] <= 0 {
 			continue
 		}
-		if qs := c.queues[r.Queue]; qs != nil && qs.q.OverrunFactor > untrustedOverrun {
-			step.rate += float64(r.Amount[dim]) // its end cannot be known: counted as free now
-			continue
+		if untrusted {
+			if qs := c.queues[r.Queue]; qs != nil && qs.q.OverrunFactor > untrustedOverrun {
+				step.rate += float64(r.Amount[dim]) // its end cannot be known: counted as free now
+				continue
+			}
 		}
 		at := r.At
 		if at <= c.now {
