@@ -320,10 +320,7 @@ func (c *cycle) backlog(schedulable Vector) backlog {
 func (c *cycle) freeSteps(dim int, dst []freeStep) []freeStep {
 	ends := c.mem.ends[:0]
 	step := freeStep{rate: float64(c.x.total[dim])}
-	untrusted := false // whether any queue's ends are not counted on
-	for _, qs := range c.order {
-		untrusted = untrusted || qs.q.OverrunFactor > untrustedOverrun
-	}
+	untrusted := slices.ContainsFunc(c.order, func(qs *queueState) bool { return qs.q.OverrunFactor > untrustedOverrun })
 	for i := range c.snap.Releases {
 		r := &c.snap.Releases[i]
 		if !countedOn(r, c.snap) || c.snap.Nodes[r.Node].Unschedulable || r.Amount[dim] <= 0 {
@@ -335,10 +332,7 @@ func (c *cycle) freeSteps(dim int, dst []freeStep) []freeStep {
 				continue
 			}
 		}
-		at := r.At
-		if at <= c.now {
-			at = expectedEnd(at, c.now, DefaultForecastStep)
-		}
+		at := expectedEnd(r.At, c.now, DefaultForecastStep)
 		ends = append(ends, freeStep{at: float64(at - c.now), rate: float64(r.Amount[dim])})
 	}
 	slices.SortFunc(ends, func(a, b freeStep) int { return cmp.Compare(a.at, b.at) })
