@@ -665,6 +665,10 @@ func (c *cycle) reserveFor(fs *futures, g *Gang, releases []*Release, taken []pl
 	start := c.now
 	if k > 0 {
 		start = max(start, releases[k-1].At)
+		// Once the first release counted on has passed without its member
+		// ending, the releases are expected to end later (sortedReleases),
+		// and the start moves.
+		c.changesAt(releases[0].At)
 	}
 	if start == c.now {
 		// The start moves with the time, and with it what later

@@ -37,7 +37,7 @@ func TestPlanUntil(t *testing.T) {
 	}
 	const now = 1500
 	cycles, later, changedAtUntil := 0, 0, 0
-	for seed := uint64(1); seed <= 30; seed++ {
+	for seed := uint64(1); seed <= 40; seed++ {
 		for ci, cfg := range configs {
 			s := randomSnapshot(seed, 24+int(seed)%17, 600, 6)
 			r := rand.New(rand.NewPCG(seed, uint64(ci)))
