@@ -102,7 +102,7 @@ func TestWriteJSON(t *testing.T) {
 			"input": "tiny", "policy": policy,
 			"jobs_total": 1.0, "jobs_completed": 1.0, "stuck_jobs": 0.0, "unschedulable_jobs": 0.0,
 			"mean_jct_s": 870.0, "p50_jct_s": 870.0, "p99_jct_s": 870.0,
-			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": nil,
+			"mean_wait_s": 270.0, "p99_wait_s": 270.0, "p99_wait_big_s": nil, "max_wait_big_s": nil,
 			"gpu_utilization": 0.5, "gpu_utilization_arriving": nil, // one job: no time between arrivals
 			"wasted_gpu_s": wasted, "held_idle_at_end_gpus": 0.0, "makespan_s": 870.0,
 			"fairness_mean": 1.0, "fairness_worst": 1.0, "fairness_least_served": 1.0, "fairness_window_s": 87.0,
@@ -381,13 +381,13 @@ func TestTableNoCompletedJob(t *testing.T) {
 	m := &c.Results[1].Metrics
 	m.JobsCompleted, m.MeanJCT, m.P50JCT, m.P99JCT = 0, nil, nil, nil
 	m.MeanWait, m.P99Wait, m.FairnessMean, m.FairnessWorst, m.FairnessLeastServed = nil, nil, nil, nil, nil
-	c.Results[0].Metrics.P99WaitBig = fig(60)
+	c.Results[0].Metrics.P99WaitBig, c.Results[0].Metrics.MaxWaitBig = fig(60), fig(90)
 	var out bytes.Buffer
 	if err := WriteTable(&out, c); err != nil {
 		t.Fatal(err)
 	}
 	for _, label := range []string{"job completion time, mean", "job completion time, p50", "job completion time, p99",
-		"wait before start, mean", "wait before start, p99", "wait before start, p99 of 8+ GPU jobs",
+		"wait before start, mean", "wait before start, p99", "wait before start, p99 of 8+ GPU jobs", "longest of 8+ GPU jobs",
 		"fair share honoured per window, mean (worst); 1 = fair", "least-served queue's share of its due, mean"} {
 		var cells []string
 		for _, l := range strings.Split(out.String(), "\n") {

@@ -87,6 +87,7 @@ var metricRows = []metricRow{
 	{"wait before start, mean", func(m *sim.Metrics) string { return duration(m.MeanWait) }},
 	{"wait before start, p99", func(m *sim.Metrics) string { return duration(m.P99Wait) }},
 	{"wait before start, p99 of 8+ GPU jobs", func(m *sim.Metrics) string { return duration(m.P99WaitBig) }},
+	{"  longest of 8+ GPU jobs", func(m *sim.Metrics) string { return duration(m.MaxWaitBig) }},
 	{"GPU utilisation", func(m *sim.Metrics) string { return share(m.GPUUtilization) }},
 	{"  while jobs arrive", func(m *sim.Metrics) string { return share(m.GPUUtilizationArriving) }},
 	{"GPU time held idle by incomplete gangs", heldIdle},

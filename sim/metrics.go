@@ -159,7 +159,7 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	slices.Sort(waitBig)
 	m.MeanJCT, m.P50JCT, m.P99JCT = mean(jct), percentile(jct, 50), percentile(jct, 99)
 	m.MeanWait, m.P99Wait = mean(wait), percentile(wait, 99)
-	m.P99WaitBig = percentile(waitBig, 99)
+	m.P99WaitBig, m.MaxWaitBig = percentile(waitBig, 99), percentile(waitBig, 100)
 
 	horizon := idleHorizon(s, end, last)
 	running := integrate(s.samples, from, horizon, func(x Sample) int64 { return x.Running })

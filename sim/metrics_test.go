@@ -4,6 +4,7 @@ package sim
 // figure is worked out by hand in the comments.
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -120,7 +121,8 @@ func TestMetricsByHand(t *testing.T) {
 		P99JCT:            figure(150), // rank ceil(0.99*2) = 2
 		MeanWait:          figure((0 + 100) / 2.0),
 		P99Wait:           figure(100),
-		P99WaitBig:        nil,                 // no job of 8 GPUs or more started
+		P99WaitBig:        nil, // no job of 8 GPUs or more started
+		MaxWaitBig:        nil,
 		GPUUtilization:    figure(200.0 / 300), // a 1x100 + b 2x50 over 2 GPUs x 150 s; none while arriving: all at 0
 		WastedGPUSeconds:  100,                 // b0 holds 1 GPU from 0 to 100
 		Makespan:          figure(150),
@@ -205,5 +207,20 @@ func TestWaitBigAndMakespanOrigin(t *testing.T) {
 	m := r.Metrics
 	if Value(m.P99WaitBig) != 100 || Value(m.P99Wait) != 190 || Value(m.Makespan) != 210 {
 		t.Errorf("p99 wait big %v, p99 wait %v, makespan %v; want 100, 190, 210", Value(m.P99WaitBig), Value(m.P99Wait), Value(m.Makespan))
+	}
+}
+
+// The longest wait of big jobs is the one the p99 leaves out: 101 jobs of
+// 8 GPUs, 10 s each, all at 0, on one node of 8 GPUs, run one after another
+// and wait 0, 10, ..., 1000 s; the p99 is the 100th wait (nearest rank
+// ceil(0.99 x 101) = 100), 990 s, the longest 1000 s.
+func TestMaxWaitBig(t *testing.T) {
+	b := newWorkload().pool("n", 1, gpus(8), cpu(64))
+	for i := range 101 {
+		b.job(fmt.Sprintf("j%03d", i), at(0), runs(10), task("w", 1, gpus(8)))
+	}
+	r := mustRun(t, b.build(), PolicyFIFOGang)
+	if m := r.Metrics; Value(m.P99WaitBig) != 990 || Value(m.MaxWaitBig) != 1000 {
+		t.Errorf("p99 wait big %v, longest %v; want 990, 1000", Value(m.P99WaitBig), Value(m.MaxWaitBig))
 	}
 }

@@ -32,7 +32,11 @@ type Metrics struct {
 	MeanWait          *float64 `json:"mean_wait_s"`
 	P99Wait           *float64 `json:"p99_wait_s"`
 	// P99WaitBig is the p99 wait of the started jobs of 8 GPUs or more.
-	P99WaitBig     *float64 `json:"p99_wait_big_s"`
+	P99WaitBig *float64 `json:"p99_wait_big_s"`
+	// MaxWaitBig is the longest wait of the started jobs of 8 GPUs or
+	// more: what the p99 leaves out, the biggest gangs a policy passes over
+	// for others (docs/evaluation.md, "An eleventh pass").
+	MaxWaitBig     *float64 `json:"max_wait_big_s"`
 	GPUUtilization *float64 `json:"gpu_utilization"`
 	// GPUUtilizationArriving is the utilisation while jobs arrive, from the
 	// first submission to the last: under overload the whole run's figure
