@@ -428,7 +428,8 @@ func (c *cycle) sortedReleases() []*Release {
 	// on it (expectedEnd): it runs as long again as it has overrun, at
 	// least a minute, rather than ending any moment, so that a reservation
 	// does not wait on its node cycle after cycle. Those ends move with the
-	// time, so the plan may change a second later.
+	// time, so the plan may change a second later; and before any has
+	// passed, once the first passes (below).
 	if releasesPassed(c.snap, c.now) {
 		c.mem.releases = expectedReleases(c.mem.releases[:0], c.snap, c.now, DefaultForecastStep)
 		all = c.mem.releases
@@ -463,6 +464,12 @@ func (c *cycle) sortedReleases() []*Release {
 		}
 	}
 	c.releases = releases[:len(releases):len(releases)]
+	if len(releases) > 0 {
+		// Every release is still to come: once the first has passed
+		// without its member ending, all are expected later, and the
+		// reservations and the gains of evictions read from them change.
+		c.changesAt(releases[0].At)
+	}
 	return c.releases
 }
 
@@ -665,10 +672,6 @@ func (c *cycle) reserveFor(fs *futures, g *Gang, releases []*Release, taken []pl
 	start := c.now
 	if k > 0 {
 		start = max(start, releases[k-1].At)
-		// Once the first release counted on has passed without its member
-		// ending, the releases are expected to end later (sortedReleases),
-		// and the start moves.
-		c.changesAt(releases[0].At)
 	}
 	if start == c.now {
 		// The start moves with the time, and with it what later
