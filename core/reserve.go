@@ -428,8 +428,8 @@ func (c *cycle) sortedReleases() []*Release {
 	// on it (expectedEnd): it runs as long again as it has overrun, at
 	// least a minute, rather than ending any moment, so that a reservation
 	// does not wait on its node cycle after cycle. Those ends move with the
-	// time, so the plan may change a second later; and before any has
-	// passed, once the first passes (below).
+	// time, so the plan may change a second later; before any has passed,
+	// it changes once the first passes (below).
 	if releasesPassed(c.snap, c.now) {
 		c.mem.releases = expectedReleases(c.mem.releases[:0], c.snap, c.now, DefaultForecastStep)
 		all = c.mem.releases
