@@ -119,6 +119,10 @@ type cycle struct {
 	// whether the gang being placed may use the nodes of resvs[i].
 	resvs []*reservation
 	open  uint64
+	// overShare holds the gangs due for a reservation that got none because
+	// their queue holds more than its deserved share and what its own
+	// members free would not fit them (reserve.go); nil when none.
+	overShare map[*Gang]bool
 	// holds in force, by gang ID, and the gang whose holds are open now
 	// (hold.go).
 	holds     map[string][]*held

@@ -188,6 +188,7 @@ func (c *cycle) reserve(schedulable Vector) {
 				}
 			}
 			if _, want := minimumOf(cand); !want.Fits(c.x.total.Add(ownRoom[cand.Queue])) {
+				c.noteOverShare(cand)
 				continue // more than is free and its queue will free: not worth a try
 			}
 			// A queue over its deserved share counts only on what it holds
@@ -207,6 +208,9 @@ func (c *cycle) reserve(schedulable Vector) {
 		}
 		res, placed := c.reserveFor(fs, cand, rel, taken)
 		if res == nil {
+			if len(rel) < len(releases) {
+				c.noteOverShare(cand) // it fits nowhere on what its own queue frees
+			}
 			continue
 		}
 		if next.due > res.start {
@@ -239,6 +243,16 @@ func (c *cycle) reserve(schedulable Vector) {
 		cand = nil // a candidate after the last would have been taken too
 	}
 	c.waitersChange(waiting, cand)
+}
+
+// noteOverShare records that g, due for a reservation, got none because its
+// queue is over its deserved share and counts only on its own releases,
+// which do not make room for it: its status says so (GangStatus.Message).
+func (c *cycle) noteOverShare(g *Gang) {
+	if c.overShare == nil {
+		c.overShare = make(map[*Gang]bool)
+	}
+	c.overShare[g] = true
 }
 
 // backlogShare is the share of the backlog's time a gang waits out before
@@ -865,9 +879,11 @@ func (c *cycle) withReservation(g *Gang, st GangStatus) GangStatus {
 
 // setReservation is withReservation in place.
 func (c *cycle) setReservation(g *Gang, st *GangStatus) {
-	st.resvNodes, st.resvStart, st.now, st.resvAhead = 0, 0, 0, false
+	st.resvNodes, st.resvStart, st.now, st.resvAhead, st.overShare = 0, 0, 0, false, ""
 	if rv := c.reservationOf(g); rv != nil {
 		st.resvNodes, st.resvStart, st.now, st.resvAhead = rv.count, rv.start, c.now, rv.ahead
+	} else if c.overShare[g] {
+		st.overShare = g.Queue
 	}
 }
 

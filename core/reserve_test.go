@@ -353,8 +353,34 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 	}
 	s.Releases = append(s.Releases, Release{Node: 3, Amount: Vector{Pods: 1, gpuDim: 4}, At: 500, Queue: "b"})
 	_, diag := runAt(t, s, Config{ReserveAfter: 60}, 100)
-	if msg := pendingOf(diag)["bg"].Message; !strings.Contains(msg, "1 node(s) reserved for it; expected to start in 6m40s") {
+	pending := pendingOf(diag)
+	if msg := pending["bg"].Message; !strings.Contains(msg, "1 node(s) reserved for it; expected to start in 6m40s") {
 		t.Errorf("bg: %q does not give its reservation", msg)
+	}
+	// Each of a's gangs says why it has no reservation, and bg, which has
+	// one, says nothing of the kind.
+	const why = "due for a reservation, but queue a holds more than its deserved share and what its own gangs free is not enough for it"
+	for i := range 5 {
+		id := fmt.Sprintf("a%d", i)
+		if msg := pending[id].Message; !strings.Contains(msg, why) {
+			t.Errorf("%s: %q, want it to say %q", id, msg, why)
+		}
+	}
+	if msg := pending["bg"].Message; strings.Contains(msg, "due for a reservation") {
+		t.Errorf("bg: %q speaks of its queue's share", msg)
+	}
+	// Within its share (a weighs 3 and deserves 12 of 16), a's first gang
+	// counts on b's release too and gets the reservation; none says why it
+	// has none.
+	s.Queues[0].Weight = 3
+	_, diag = runAt(t, s, Config{ReserveAfter: 60}, 100)
+	for id, st := range pendingOf(diag) {
+		if strings.Contains(st.Message, "due for a reservation") {
+			t.Errorf("%s, within its share: %q", id, st.Message)
+		}
+	}
+	if msg := pendingOf(diag)["a0"].Message; !strings.Contains(msg, "4 node(s) reserved for it") {
+		t.Errorf("a0, within its share: %q does not give its reservation", msg)
 	}
 }
 
