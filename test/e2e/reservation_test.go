@@ -224,3 +224,57 @@ func TestShortestFirst(t *testing.T) {
 	}
 	e.eventually(30*time.Second, "long runs after short", e.started(long))
 }
+
+// TestOverShareGangSaysWhy: on 2 nodes of 4 GPUs, queue a (reservations
+// after 1 s) runs a1 (4 GPUs) and a2 (2 GPUs), queue b runs b1 (2 GPUs) and
+// waits with b2 (4 GPUs): of equal weight, each deserves 4 GPUs, and a holds
+// 6. a's gang big (2 x 4 GPUs) is due for a reservation at once, but a
+// queue over its share counts only on what its own gangs free, 6 GPUs:
+// nothing is reserved for big, and its PodGroup says why. Once b2 is gone,
+// b asks for only what it holds, a is within its share, and big gets both
+// nodes reserved.
+func TestOverShareGangSaysWhy(t *testing.T) {
+	e := newEnv(t)
+	e.addNodes(kwokNodes("over", 2).GPUs(4))
+	one := int32(1)
+	qa := e.queueNamed("a", v1alpha1.QueueSpec{Weight: 1, ReserveAfterSeconds: &one})
+	qb := e.queueNamed("b", v1alpha1.QueueSpec{Weight: 1})
+	startScheduler(t) // no preemption: a keeps what it holds
+
+	a1 := e.create(gang("a1").Members(1).GPUs(4).Queue(qa).Estimate(300).RunFor("300s"))
+	e.eventually(30*time.Second, "a1 runs", e.running(a1))
+	a2 := e.create(gang("a2").Members(1).GPUs(2).Queue(qa).Estimate(300).RunFor("300s"))
+	b1 := e.create(gang("b1").Members(1).GPUs(2).Queue(qb).Estimate(300).RunFor("300s"))
+	e.eventually(30*time.Second, "a2 and b1 run", all(e.running(a2), e.running(b1)))
+	b2 := e.create(gang("b2").Members(1).GPUs(4).Queue(qb).RunFor("10s"))
+	e.eventually(10*time.Second, "b2 waits", e.podGroupCondition("b2", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue))
+
+	big := e.create(gang("big").Members(2).GPUs(4).Queue(qa).RunFor("10s"))
+	e.eventually(30*time.Second, "big says why nothing is reserved for it",
+		e.podGroupCondition("big", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "0/2 members fit",
+			"due for a reservation, but queue "+qa+" holds more than its deserved share and what its own gangs free is not enough for it",
+			"until the queue is back within its share"))
+	if err := e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionTrue)(e.ctx); err == nil {
+		e.dump()
+		t.Fatal("big is Reserved while its queue is over its share")
+	}
+	if err := e.noneBound(big)(e.ctx); err != nil {
+		e.dump()
+		t.Fatal(err)
+	}
+
+	e.deletePods(b2)
+	e.eventually(30*time.Second, "big, its queue within its share, holds both nodes",
+		e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionTrue, "2 node(s) reserved"))
+	e.eventually(10*time.Second, "big no longer speaks of its queue's share",
+		func(ctx context.Context) error {
+			pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "big", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(pg.Status.Conditions, v1alpha1.PodGroupUnschedulable); c != nil && strings.Contains(c.Message, "deserved share") {
+				return fmt.Errorf("Unschedulable still says %q", c.Message)
+			}
+			return nil
+		})
+}
