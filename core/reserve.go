@@ -35,7 +35,9 @@ import (
 // releases of its own queue: it waits for its queue's own members to end,
 // and the room other queues free stays theirs. Without this rule a queue
 // that runs many small gangs beyond its share would also make the other
-// queues drain nodes for its big one.
+// queues drain nodes for its big one. When its own queue's releases would
+// never make room for it, nothing is reserved for it until the queue is back
+// within its share, and its status says so (GangStatus.Message).
 //
 // With Config.ReserveAfterBacklog, Config.ReserveAfter is a floor: a gang
 // also waits, before it becomes a candidate, nine tenths (backlogShare) of

@@ -27,10 +27,15 @@
 #      (noise=0.5) estimates, on Philly, light seed 1, 1.0 seed 1,
 #      overloaded seeds 1 and 5 and 1.6 seed 1; tables in
 #      <out>/forecast-*.txt, per-job records in <out>/forecast-*.csv.
-#   6. The verdicts: hack/targets reads the JSON reports of the runs of the
+#   6. A small cluster ("What this does not show", "One cluster size"):
+#      synthetic traces of 5,000 jobs for 64 GPUs (seeds 1 to 3 at light
+#      load, 1.0 and overloaded) on 8 nodes x 8 GPUs in one rack, the same
+#      three policies; reports in <out>/small/, verdicts in
+#      <out>/targets-small.txt. No setting was chosen on them.
+#   7. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
-#      <out>/targets.txt (and the files of 3 and 4), with phalanx's mean
+#      <out>/targets.txt (and the files of 3, 4 and 6), with phalanx's mean
 #      JCT over the better baseline's and its p99 wait of 8+ GPU jobs over
 #      fifo-gang's, averaged over Philly and the overloaded traces.
 #
@@ -48,18 +53,23 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
-mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due"
+mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small"
 out=$(cd "$out" && pwd)
 bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
 
 cluster=(--nodes 64 --gpus-per-node 8 --nodes-per-rack 8 --queue-weights gpu-hours)
+smallCluster=(--nodes 8 --gpus-per-node 8 --nodes-per-rack 8 --queue-weights gpu-hours)
 policies=(--policy phalanx,fifo-gang,volcano)
 run() {
   local name=$1
   shift
   local start=$SECONDS
-  "$bin" simulate "${cluster[@]}" "$@" >"$out/$name.txt" 2>"$out/$name.log"
+  local c=("${cluster[@]}")
+  if [[ $name == small/* ]]; then
+    c=("${smallCluster[@]}")
+  fi
+  "$bin" simulate "${c[@]}" "$@" >"$out/$name.txt" 2>"$out/$name.log"
   echo "evaluate: $name took $((SECONDS - start)) s" >&2
 }
 # start runs in the background, two at a time, oldest awaited first.
@@ -111,6 +121,15 @@ synthetic "" "1 2 3" "1 2 3 4 5 6 7 8 9 10" reports onceDue
 validation=()
 vOnceDue=()
 synthetic validation/ "4 5" "11 12 13 14 15 16" validation vOnceDue
+small=()
+for load in light 1.0 overloaded; do
+  for seed in 1 2 3; do
+    name="small/gen-$load-$seed"
+    "$bin" gen-trace --seed "$seed" --load "$load" --jobs 5000 --gpus 64 --out "$out/$name.csv"
+    start "$name" --trace "$out/$name.csv" "${policies[@]}" --output json
+    small+=("$name")
+  done
+done
 for input in philly "$out/gen-light-1.csv" "$out/gen-1.0-1.csv" "$out/gen-overloaded-1.csv" "$out/gen-overloaded-5.csv" "$out/gen-1.6-1.csv"; do
   name=$(basename "$input" .csv)
   [[ $input == philly ]] && input=$trace
@@ -124,7 +143,7 @@ for pid in "${pids[@]}"; do
   wait "$pid"
 done
 # The runs of the three policies and of phalanx once due wrote JSON.
-for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}"; do
+for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
 done
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
@@ -143,11 +162,12 @@ judge targets 'philly|overloaded' reports reports
 judge targets-once-due 'philly|overloaded' onceDue reports
 judge targets-validation overloaded validation validation
 judge targets-validation-once-due overloaded vOnceDue validation
+judge targets-small overloaded small small
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-for f in targets targets-once-due targets-validation targets-validation-once-due; do
+for f in targets targets-once-due targets-validation targets-validation-once-due targets-small; do
   echo "== $f"
   cat "$out/$f.txt"
 done
