@@ -119,7 +119,7 @@ type cycle struct {
 	// whether the gang being placed may use the nodes of resvs[i].
 	resvs []*reservation
 	open  uint64
-	// overShare holds the gangs due for a reservation that got none because
+	// overShare holds the reservation candidates that got none because
 	// their queue holds more than its deserved share and what its own
 	// members free would not fit them (reserve.go); nil when none.
 	overShare map[*Gang]bool

@@ -116,9 +116,10 @@ type GangStatus struct {
 	// resvAhead: the reservation was made ahead of the gang's due time,
 	// resvStart; the gang may start sooner, as soon as it fits.
 	resvAhead bool
-	// overShare names the gang's queue when the gang is due for a
-	// reservation but got none: the queue holds more than its deserved
-	// share, and what its own members free would not fit the gang.
+	// overShare names the gang's queue when the gang is a reservation
+	// candidate (it is due, or within Config.ReserveAhead of it) but got
+	// none: the queue holds more than its deserved share, and what its own
+	// members free would not fit the gang.
 	overShare string
 	// refused says why the preemption phase evicted nothing for the gang,
 	// when it tried.
@@ -154,7 +155,7 @@ func (s GangStatus) Message() string {
 		msg += fmt.Sprintf("; %d node(s) reserved for it; expected to start in %s",
 			s.resvNodes, time.Duration(s.resvStart-s.now)*time.Second)
 	case s.overShare != "":
-		msg += fmt.Sprintf("; due for a reservation, but queue %s holds more than its deserved share and what its own gangs free "+
+		msg += fmt.Sprintf("; in line for a reservation, but queue %s holds more than its deserved share and what its own gangs free "+
 			"is not enough for it: nothing is reserved for it until the queue is back within its share", s.overShare)
 	}
 	return msg

@@ -247,7 +247,7 @@ func (c *cycle) reserve(schedulable Vector) {
 	c.waitersChange(waiting, cand)
 }
 
-// noteOverShare records that g, due for a reservation, got none because its
+// noteOverShare records that g, a reservation candidate, got none because its
 // queue is over its deserved share and counts only on its own releases,
 // which do not make room for it: its status says so (GangStatus.Message).
 func (c *cycle) noteOverShare(g *Gang) {

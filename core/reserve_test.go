@@ -359,14 +359,14 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 	}
 	// Each of a's gangs says why it has no reservation, and bg, which has
 	// one, says nothing of the kind.
-	const why = "due for a reservation, but queue a holds more than its deserved share and what its own gangs free is not enough for it"
+	const why = "in line for a reservation, but queue a holds more than its deserved share and what its own gangs free is not enough for it"
 	for i := range 5 {
 		id := fmt.Sprintf("a%d", i)
 		if msg := pending[id].Message; !strings.Contains(msg, why) {
 			t.Errorf("%s: %q, want it to say %q", id, msg, why)
 		}
 	}
-	if msg := pending["bg"].Message; strings.Contains(msg, "due for a reservation") {
+	if msg := pending["bg"].Message; strings.Contains(msg, "in line for a reservation") {
 		t.Errorf("bg: %q speaks of its queue's share", msg)
 	}
 	// Within its share (a weighs 3 and deserves 12 of 16), a's first gang
@@ -375,7 +375,7 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 	s.Queues[0].Weight = 3
 	_, diag = runAt(t, s, Config{ReserveAfter: 60}, 100)
 	for id, st := range pendingOf(diag) {
-		if strings.Contains(st.Message, "due for a reservation") {
+		if strings.Contains(st.Message, "in line for a reservation") {
 			t.Errorf("%s, within its share: %q", id, st.Message)
 		}
 	}

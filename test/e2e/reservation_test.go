@@ -252,7 +252,7 @@ func TestOverShareGangSaysWhy(t *testing.T) {
 	big := e.create(gang("big").Members(2).GPUs(4).Queue(qa).RunFor("10s"))
 	e.eventually(30*time.Second, "big says why nothing is reserved for it",
 		e.podGroupCondition("big", v1alpha1.PodGroupUnschedulable, metav1.ConditionTrue, "0/2 members fit",
-			"due for a reservation, but queue "+qa+" holds more than its deserved share and what its own gangs free is not enough for it",
+			"in line for a reservation, but queue "+qa+" holds more than its deserved share and what its own gangs free is not enough for it",
 			"until the queue is back within its share"))
 	if err := e.podGroupCondition("big", v1alpha1.PodGroupReserved, metav1.ConditionTrue)(e.ctx); err == nil {
 		e.dump()
