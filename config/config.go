@@ -65,7 +65,9 @@ const (
 	// expected to end by then. On the Philly trace and the synthetic ones,
 	// two days lowered both the mean completion time and the big gangs'
 	// wait against reserving only once a gang is due (docs/evaluation.md,
-	// "An eighth pass").
+	// "An eighth pass"). With the backlog, never before reserveAfter: only
+	// the backlog's part of the threshold is reserved ahead of ("A twelfth
+	// pass").
 	DefaultReserveAhead = 48 * time.Hour
 	// DefaultReservations: how many waiting gangs may hold reservations at
 	// once. Four rather than two once the backlog counted what running
@@ -112,6 +114,8 @@ type Scheduling struct {
 	// ReserveAhead: how long before a gang is due (reserveAfter, the
 	// backlog) nodes may be reserved for it, for a reservation that starts
 	// no sooner than it is due (--reserve-ahead); 0: only once it is due.
+	// With reserveAfterBacklog, never before the gang has waited
+	// reserveAfter.
 	ReserveAhead *Duration `json:"reserveAhead,omitempty"`
 	// Reservations: how many gangs may hold reservations at once
 	// (--reservations).

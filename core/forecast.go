@@ -98,7 +98,7 @@ type GangForecast struct {
 	// gang (reserve.go), if Reserves: the first cycle of the forecast in
 	// which it holds a reservation, now if it holds one already. A gang
 	// that starts without ever holding one, because room frees up for it
-	// before it is due for one (ReserveAfter less ReserveAhead), or because it is
+	// before it is due for one (within ReserveAhead of its threshold), or because it is
 	// not among the first Config.Reservations candidates until then, has
 	// none.
 	Reserved int64

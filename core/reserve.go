@@ -69,6 +69,13 @@ import (
 // once the gang is due. On the traces of docs/evaluation.md ("An eighth
 // pass") this lowered both the mean completion time and the big gangs' wait
 // under overload; once due, the reservation is what it was without it.
+// With Config.ReserveAfterBacklog, only the backlog's part of the threshold
+// is reserved ahead of: a gang is never a candidate before it has waited
+// the floor, Config.ReserveAfter. When little waits, the floor is the whole
+// threshold, most waiting gangs are within ReserveAhead of it, and
+// reservations made for them at once kept long gangs off their nodes for
+// nothing; a lightly loaded cluster's big gangs waited longer for it
+// (docs/evaluation.md, "A twelfth pass").
 //
 // Reservations are computed afresh every cycle from the snapshot, so they
 // follow what actually happens: a job that ends early brings T forward, one
@@ -130,9 +137,12 @@ func (c *cycle) reserve(schedulable Vector) {
 			}
 			isHead := head
 			head = false
-			wait := after
-			if !own && len(bl.steps) > 0 {
-				wait = max(after, bl.without(g, qs.wants[i], qs.q.WorkFactor))
+			wait, floor := after, int64(0)
+			if !own && c.cfg.ReserveAfterBacklog {
+				floor = after // ahead of the backlog's part only
+				if len(bl.steps) > 0 {
+					wait = max(after, bl.without(g, qs.wants[i], qs.q.WorkFactor))
+				}
 			}
 			if !isHead && wait <= 0 {
 				continue
@@ -140,8 +150,8 @@ func (c *cycle) reserve(schedulable Vector) {
 			var due int64 // when g is due, if its reservation may start no sooner
 			if !isHead {
 				due = g.Arrival + wait
-				if c.now < due-ahead {
-					waiting = append(waiting, waiter{g, due - ahead})
+				if from := max(due-ahead, g.Arrival+floor); c.now < from {
+					waiting = append(waiting, waiter{g, from})
 					continue
 				}
 			}

@@ -548,6 +548,49 @@ func TestReserveAhead(t *testing.T) {
 	}
 }
 
+// With ReserveAfterBacklog, ReserveAhead reserves ahead of the backlog's
+// part of the threshold only: never before the floor. In the snapshot of
+// TestReservationWaitsOutTheBacklog, big is due at 1037.5 - t/4 s when the
+// backlog is counted at t (before 1000 s): 300 s ahead of that is from 600
+// s on, not at 500. With a floor of 1000 s, longer than the backlog, big
+// is due at 1000 s and is not reserved for before, however far ReserveAhead
+// reaches; a queue's own threshold, and a fixed one, are reserved ahead of.
+func TestReserveAheadOfTheBacklogOnly(t *testing.T) {
+	snap := func() *Snapshot {
+		s := reservationSnapshot()
+		s.Gangs = append(s.Gangs, MakeGang("later").Members(1, GPUs(4)).Arrival(403).Estimate(2400).Obj())
+		return s
+	}
+	reserved := func(d Diagnostics) bool {
+		return strings.Contains(pendingOf(d)["big"].Message, "reserved for it")
+	}
+	cfg := Config{ReserveAfter: 60, ReserveAfterBacklog: true, ReserveAhead: 300}
+	if _, diag := runAt(t, snap(), cfg, 500); reserved(diag) {
+		t.Errorf("at 500 s, more than 300 s before its due time of 912.5 s, big has a reservation: %q", pendingOf(diag)["big"].Message)
+	}
+	if _, diag := runAt(t, snap(), cfg, 600); !reserved(diag) {
+		t.Errorf("at 600 s, 287.5 s before its due time, big has no reservation: %q", pendingOf(diag)["big"].Message)
+	}
+	cfg = Config{ReserveAfter: 1000, ReserveAfterBacklog: true, ReserveAhead: 3600}
+	for _, now := range []int64{500, 999} {
+		if _, diag := runAt(t, snap(), cfg, now); reserved(diag) {
+			t.Errorf("at %d s, before the floor of 1000 s, big has a reservation: %q", now, pendingOf(diag)["big"].Message)
+		}
+	}
+	if _, diag := runAt(t, snap(), cfg, 1000); !reserved(diag) {
+		t.Errorf("at 1000 s, the floor, big has no reservation: %q", pendingOf(diag)["big"].Message)
+	}
+	s := snap()
+	s.Queues[0].ReserveAfter = 1000
+	if _, diag := runAt(t, s, cfg, 500); !reserved(diag) {
+		t.Errorf("with its queue's own threshold of 1000 s, big has no reservation ahead at 500 s: %q", pendingOf(diag)["big"].Message)
+	}
+	cfg.ReserveAfterBacklog = false
+	if _, diag := runAt(t, snap(), cfg, 500); !reserved(diag) {
+		t.Errorf("with a fixed threshold of 1000 s, big has no reservation ahead at 500 s: %q", pendingOf(diag)["big"].Message)
+	}
+}
+
 // A gang backfills nodes reserved for another only if it is expected to
 // end by the reservation's start with its estimate times the larger of its
 // queue's WorkFactor and OverrunFactor, when that is above 1 and the

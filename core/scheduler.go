@@ -40,7 +40,9 @@ type Config struct {
 	// that long before it is due (ReserveAfter, the backlog or its queue's
 	// ReserveAfter), with a reservation that starts no sooner than it is
 	// due: until then its nodes take only gangs expected to end by then
-	// (reserve.go). 0 reserves for a gang only once it is due.
+	// (reserve.go). With ReserveAfterBacklog, never before it has waited
+	// ReserveAfter (a queue's own ReserveAfter is reserved ahead of). 0
+	// reserves for a gang only once it is due.
 	ReserveAhead int64
 	// Reservations is how many waiting gangs may hold reservations in one
 	// cycle, taken by priority then arrival (reserve.go); 0 means 1. Each

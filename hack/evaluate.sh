@@ -32,10 +32,17 @@
 #      load, 1.0 and overloaded) on 8 nodes x 8 GPUs in one rack, the same
 #      three policies; reports in <out>/small/, verdicts in
 #      <out>/targets-small.txt. No setting was chosen on them.
-#   7. The verdicts: hack/targets reads the JSON reports of the runs of the
+#   7. Two more sets of synthetic traces ("A twelfth pass"), the three
+#      policies on each: set 2, seen when the twelfth pass's rule was chosen
+#      (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to 10, overloaded seeds 17
+#      to 26), and set 3, held out until it was (light seeds 16 to 25, 1.0
+#      and 1.6 seeds 11 to 15, overloaded seeds 27 to 36); reports in
+#      <out>/set2/ and <out>/set3/, verdicts in <out>/targets-set2.txt and
+#      <out>/targets-set3.txt.
+#   8. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
-#      <out>/targets.txt (and the files of 3, 4 and 6), with phalanx's mean
+#      <out>/targets.txt (and the files of 3, 4, 6 and 7), with phalanx's mean
 #      JCT over the better baseline's and its p99 wait of 8+ GPU jobs over
 #      fifo-gang's, averaged over Philly and the overloaded traces.
 #
@@ -54,7 +61,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
-mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small"
+mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3"
 out=$(cd "$out" && pwd)
 bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
@@ -122,6 +129,26 @@ synthetic "" "1 2 3" "1 2 3 4 5 6 7 8 9 10" reports onceDue
 validation=()
 vOnceDue=()
 synthetic validation/ "4 5" "11 12 13 14 15 16" validation vOnceDue
+# more DIR LIGHT LOADED OVERLOADED HEAVY RUNS: generates the traces of the
+# seeds LIGHT, LOADED (1.0), OVERLOADED (1.3) and HEAVY (1.6) into $out/DIR,
+# runs the three policies on each, and adds the runs to the array RUNS.
+more() {
+  local dir=$1 load seed name
+  local -n runs=$6
+  local -A seeds=([light]=$2 [1.0]=$3 [overloaded]=$4 [1.6]=$5)
+  for load in light 1.0 overloaded 1.6; do
+    for seed in ${seeds[$load]}; do
+      name="gen-$load-$seed"
+      "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$out/$dir$name.csv"
+      start "$dir$name" --trace "$out/$dir$name.csv" "${policies[@]}" --output json
+      runs+=("$dir$name")
+    done
+  done
+}
+set2=()
+more set2/ "$(seq -s ' ' 6 15)" "$(seq -s ' ' 6 10)" "$(seq -s ' ' 17 26)" "$(seq -s ' ' 6 10)" set2
+set3=()
+more set3/ "$(seq -s ' ' 16 25)" "$(seq -s ' ' 11 15)" "$(seq -s ' ' 27 36)" "$(seq -s ' ' 11 15)" set3
 small=()
 for load in light 1.0 overloaded; do
   for seed in 1 2 3; do
@@ -144,7 +171,7 @@ for pid in "${pids[@]}"; do
   wait "$pid"
 done
 # The runs of the three policies and of phalanx once due wrote JSON.
-for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}"; do
+for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
 done
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
@@ -164,11 +191,13 @@ judge targets-once-due 'philly|overloaded' onceDue reports
 judge targets-validation overloaded validation validation
 judge targets-validation-once-due overloaded vOnceDue validation
 judge targets-small overloaded small small
+judge targets-set2 overloaded set2 set2
+judge targets-set3 overloaded set3 set3
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-for f in targets targets-once-due targets-validation targets-validation-once-due targets-small; do
+for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3; do
   echo "== $f"
   cat "$out/$f.txt"
 done

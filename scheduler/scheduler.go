@@ -56,7 +56,8 @@ type Options struct {
 	// (core.Config.ReserveAfterBacklog).
 	ReserveAfterBacklog bool
 	// ReserveAhead is how long before a gang is due nodes may be reserved
-	// for it, for a reservation that starts no sooner than it is due
+	// for it, for a reservation that starts no sooner than it is due; with
+	// ReserveAfterBacklog, never before it has waited ReserveAfter
 	// (core.Config.ReserveAhead). Whole seconds; a fraction rounds up.
 	ReserveAhead time.Duration
 	// Reservations is how many waiting gangs may hold reservations at once;

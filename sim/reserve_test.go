@@ -10,14 +10,14 @@ import (
 // a stream of small jobs never leaves the node free whole: without
 // reservations the big job waits for the stream to end; with them it starts
 // as soon as the job running when its reservation was made ends, and
-// sooner when the node is reserved ahead.
+// sooner when the node is reserved ahead of a fixed threshold.
 func TestReservationStopsStarvation(t *testing.T) {
 	w, err := workload.ReadScenarioFile("testdata/golden/reservation.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := func(reserveAfter, ahead int64) JobOutcome {
-		r, err := Run(w, PolicyPhalanx, Options{ReserveAfter: reserveAfter, ReserveAhead: ahead})
+	big := func(reserveAfter, ahead int64, fixed bool) JobOutcome {
+		r, err := Run(w, PolicyPhalanx, Options{ReserveAfter: reserveAfter, ReserveAhead: ahead, FixedReserveAfter: fixed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,24 +33,31 @@ func TestReservationStopsStarvation(t *testing.T) {
 	// simulator wakes it then), the node is reserved; small-2, running
 	// since 1h, ends at 2h and big starts then (small-3, arriving at 1h30,
 	// would end after 2h).
-	if got := big(3600, -1); got.Reserved != 4200 || got.Start != 7200 {
+	if got := big(3600, -1, false); got.Reserved != 4200 || got.Start != 7200 {
 		t.Errorf("with reservations once due big is reserved for at %d s and starts at %d s, want 4200 and 7200", got.Reserved, got.Start)
 	}
-	// Reserved ahead (the default, two days): at 10m, on arrival, for a
-	// reservation from 1h10. small-1, arriving at 30m, would run past 1h10
-	// and waits; small-0 ends at 1h and big starts then.
-	if got := big(3600, 0); got.Reserved != 600 || got.Start != 3600 {
-		t.Errorf("with reservations ahead big is reserved for at %d s and starts at %d s, want 600 and 3600", got.Reserved, got.Start)
+	// With the defaults, reserved ahead by two days of the backlog's part
+	// of the threshold only: the backlog here is shorter than the hour, so
+	// big is reserved for once it has waited the hour, as once due.
+	if got := big(3600, 0, false); got.Reserved != 4200 || got.Start != 7200 {
+		t.Errorf("with the backlog and reservations ahead big is reserved for at %d s and starts at %d s, want 4200 and 7200", got.Reserved, got.Start)
 	}
-	// Reserved half an hour ahead: at 40m, which the simulator wakes for,
-	// though nothing else happens then. small-1 runs until 1h30, so big's
-	// nodes free whole at 1h30, after its due time, and it starts then.
-	if got := big(3600, 1800); got.Reserved != 2400 || got.Start != 5400 {
-		t.Errorf("reserved half an hour ahead, big is reserved for at %d s and starts at %d s, want 2400 and 5400", got.Reserved, got.Start)
+	// Reserved two days ahead of a fixed threshold: at 10m, on arrival,
+	// for a reservation from 1h10. small-1, arriving at 30m, would run past
+	// 1h10 and waits; small-0 ends at 1h and big starts then.
+	if got := big(3600, 0, true); got.Reserved != 600 || got.Start != 3600 {
+		t.Errorf("with reservations ahead of a fixed threshold big is reserved for at %d s and starts at %d s, want 600 and 3600", got.Reserved, got.Start)
+	}
+	// Reserved half an hour ahead of it: at 40m, which the simulator wakes
+	// for, though nothing else happens then. small-1 runs until 1h30, so
+	// big's nodes free whole at 1h30, after its due time, and it starts
+	// then.
+	if got := big(3600, 1800, true); got.Reserved != 2400 || got.Start != 5400 {
+		t.Errorf("reserved half an hour ahead of a fixed threshold, big is reserved for at %d s and starts at %d s, want 2400 and 5400", got.Reserved, got.Start)
 	}
 	// Without, every freed half goes to the next small job, until the
 	// stream ends: small-9 arrives at 4h30 and the last ones end at 5h30.
-	if got := big(-1, 0); got.Start <= 4*3600 || got.Reserved != -1 {
+	if got := big(-1, 0, false); got.Start <= 4*3600 || got.Reserved != -1 {
 		t.Errorf("without reservations big is reserved for at %d s (want never) and starts at %d s; want it to starve until the stream ends", got.Reserved, got.Start)
 	}
 }

@@ -179,8 +179,10 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		cfg.ReserveAhead = orDefault(opt.ReserveAhead, DefaultReserveAhead)
 		if cfg.ReserveAfter > 0 {
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
-			if early := cfg.ReserveAfter - cfg.ReserveAhead; early > 0 && cfg.ReserveAhead > 0 {
-				gopt.wakeAfter = append(gopt.wakeAfter, early) // when nodes may be reserved ahead
+			// When nodes may be reserved ahead of a fixed threshold; with
+			// the backlog, never before ReserveAfter (core/reserve.go).
+			if early := cfg.ReserveAfter - cfg.ReserveAhead; early > 0 && cfg.ReserveAhead > 0 && !cfg.ReserveAfterBacklog {
+				gopt.wakeAfter = append(gopt.wakeAfter, early)
 			}
 		}
 		if cfg.Preemption && cfg.ReclaimAfter > 0 && cfg.ReclaimAfter != cfg.ReserveAfter {

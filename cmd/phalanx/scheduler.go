@@ -147,7 +147,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"Under overload only gangs passed over longer than that drain nodes. false: --reserve-after alone")
 	fs.DurationVar(&f.reserveAhead, "reserve-ahead", config.DefaultReserveAhead,
 		"reserve nodes for a gang up to this long before it is due (--reserve-after, the backlog), for a reservation\n"+
-			"that starts no sooner: until then the nodes take only gangs expected to end by then. 0: only once it is due")
+			"that starts no sooner: until then the nodes take only gangs expected to end by then. 0: only once it is due.\n"+
+			"With the backlog, never before the gang has waited --reserve-after")
 	fs.IntVar(&f.reservations, "reservations", config.DefaultReservations,
 		"how many waiting gangs may hold reservations at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,

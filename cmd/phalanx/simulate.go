@@ -80,7 +80,7 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx also waits, before it reserves for a gang, nine tenths of the time the cluster needs to run the work waiting now (GPUs x estimates, on the GPUs free now and those running jobs free as they end); false: --reserve-after alone")
 	fs.DurationVar(&f.reserveAhead, "reserve-ahead", sim.DefaultReserveAhead*time.Second,
 		"phalanx reserves nodes for a gang up to `D` before it is due (--reserve-after, the backlog), for a reservation that starts no sooner; "+
-			"until then the nodes take only jobs expected to end by then (0: only once it is due)")
+			"until then the nodes take only jobs expected to end by then (0: only once it is due). With the backlog, never before --reserve-after")
 	fs.IntVar(&f.reservations, "reservations", sim.DefaultReservations,
 		"phalanx reserves for up to `N` waiting gangs at once, by priority then longest wait")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,

@@ -150,8 +150,9 @@ type PodGroupStatus struct {
 	// ExpectedReservationTime is when nodes are forecast to be reserved for
 	// the waiting gang (the forecast of ExpectedStartTime): once it has
 	// waited out the reservation threshold (reserveAfter, and the backlog
-	// with reserveAfterBacklog), or is within reserveAhead of it, and is
-	// among the first gangs in line. Unset
+	// with reserveAfterBacklog), or is within reserveAhead of it (with the
+	// backlog, once it has waited reserveAfter), and is among the first
+	// gangs in line. Unset
 	// once nodes are reserved for it (the Reserved condition says since
 	// when), when reservations are off, when the forecast starts it without
 	// one or does not reserve for it within its horizon, and while the gang
