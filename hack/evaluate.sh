@@ -36,9 +36,11 @@
 #      policies on each: set 2, seen when the twelfth pass's rule was chosen
 #      (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to 10, overloaded seeds 17
 #      to 26), and set 3, held out until it was (light seeds 16 to 25, 1.0
-#      and 1.6 seeds 11 to 15, overloaded seeds 27 to 36); reports in
-#      <out>/set2/ and <out>/set3/, verdicts in <out>/targets-set2.txt and
-#      <out>/targets-set3.txt.
+#      and 1.6 seeds 11 to 15, overloaded seeds 27 to 36), and set 4,
+#      generated after the rule was kept (light seeds 26 to 35, 1.0 and 1.6
+#      seeds 16 to 20, overloaded seeds 37 to 46); reports in <out>/set2/,
+#      <out>/set3/ and <out>/set4/, verdicts in <out>/targets-set2.txt,
+#      <out>/targets-set3.txt and <out>/targets-set4.txt.
 #   8. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
@@ -55,13 +57,15 @@
 # It took 28 minutes on 2 cores (1,698 s; 1,958 s on 2026-11-29, beside other
 # runs at first; 11.5 minutes before the once-due and validation runs were
 # added); 1,372 s with the small cluster's runs (2026-11-29, a later session,
-# on a fresh machine, beside fuzzing and the test suite at first).
+# on a fresh machine, beside fuzzing and the test suite at first); 1,347 s
+# with sets 2 and 3 (2026-11-30, beside the test suite for 17 minutes). Set
+# 4 adds about 3 minutes.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
-mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3"
+mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3" "$out/set4"
 out=$(cd "$out" && pwd)
 bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
@@ -149,6 +153,8 @@ set2=()
 more set2/ "$(seq -s ' ' 6 15)" "$(seq -s ' ' 6 10)" "$(seq -s ' ' 17 26)" "$(seq -s ' ' 6 10)" set2
 set3=()
 more set3/ "$(seq -s ' ' 16 25)" "$(seq -s ' ' 11 15)" "$(seq -s ' ' 27 36)" "$(seq -s ' ' 11 15)" set3
+set4=()
+more set4/ "$(seq -s ' ' 26 35)" "$(seq -s ' ' 16 20)" "$(seq -s ' ' 37 46)" "$(seq -s ' ' 16 20)" set4
 small=()
 for load in light 1.0 overloaded; do
   for seed in 1 2 3; do
@@ -171,7 +177,7 @@ for pid in "${pids[@]}"; do
   wait "$pid"
 done
 # The runs of the three policies and of phalanx once due wrote JSON.
-for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}"; do
+for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}" "${set4[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
 done
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
@@ -193,11 +199,12 @@ judge targets-validation-once-due overloaded vOnceDue validation
 judge targets-small overloaded small small
 judge targets-set2 overloaded set2 set2
 judge targets-set3 overloaded set3 set3
+judge targets-set4 overloaded set4 set4
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3; do
+for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3 targets-set4; do
   echo "== $f"
   cat "$out/$f.txt"
 done
