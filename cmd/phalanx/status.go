@@ -256,7 +256,7 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 		fmt.Fprintf(out, "Queue position: %d; expected start: not within the scheduler's forecast (running gangs without an estimated run time never end in it)\n", st.QueuePosition)
 	}
 	if t := st.ExpectedReservationTime; t != nil {
-		fmt.Fprintf(out, "Nodes expected to be reserved for it: %s: by then it has waited out the reservation threshold, or is within --reserve-ahead of it, and its turn for a reservation has come\n", startText(c.now, t.Time))
+		fmt.Fprintf(out, "Nodes expected to be reserved for it: %s: by then it has waited out the reservation threshold, or is within --reserve-ahead of it (with the backlog, once it has waited --reserve-after), and its turn for a reservation has come\n", startText(c.now, t.Time))
 	}
 	if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.PodGroupUnschedulable); cond != nil &&
 		cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "reserved for gang") {

@@ -136,7 +136,7 @@ func TestStatusExplain(t *testing.T) {
 		"minMember 8, minResources nvidia.com/gpu=64",
 		"Phase: Pending (members: 8 pending, 0 running, 0 succeeded, 0 failed)",
 		"Queue position: 1; expected start: 1970-01-01T03:11:40Z (in 25m0s)",
-		"Nodes expected to be reserved for it: 1970-01-01T02:56:40Z (in 10m0s): by then it has waited out the reservation threshold, or is within --reserve-ahead of it, and its turn for a reservation has come",
+		"Nodes expected to be reserved for it: 1970-01-01T02:56:40Z (in 10m0s): by then it has waited out the reservation threshold, or is within --reserve-ahead of it (with the backlog, once it has waited --reserve-after), and its turn for a reservation has come",
 		"Unschedulable=True  Unschedulable, for 16m40s: 0/4 nodes can hold a member",
 		"Reserved=True  Reserved, for 8m20s: expected to start in 25m0s",
 		"16m40s ago  Warning  Unschedulable  gang big waits",
