@@ -384,6 +384,20 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 	}
 }
 
+// backlogSnapshot is reservationSnapshot with one more waiting gang,
+// later (4 GPUs for 2400 s, from 403 s), whose work adds to the backlog.
+func backlogSnapshot() *Snapshot {
+	s := reservationSnapshot()
+	s.Gangs = append(s.Gangs, MakeGang("later").Members(1, GPUs(4)).Arrival(403).Estimate(2400).Obj())
+	return s
+}
+
+// bigReserved reports whether the diagnostics say gang big holds a
+// reservation.
+func bigReserved(d Diagnostics) bool {
+	return strings.Contains(pendingOf(d)["big"].Message, "reserved for it")
+}
+
 // With ReserveAfterBacklog, ReserveAfter is a floor: big also waits nine
 // tenths (backlogShare) of the time the two nodes need to run the other
 // waiting gangs' work, 4 x 100 + 4 x 1000 + 4 x 2400 = 14,000 GPU-seconds
@@ -394,14 +408,7 @@ func TestHopelessOverShareGangsDoNotBlockReservations(t *testing.T) {
 // big has waited from t = 830 s on; on all 16 GPUs from now on, as if the
 // running member had ended, it would be 787.5 s.
 func TestReservationWaitsOutTheBacklog(t *testing.T) {
-	snap := func() *Snapshot {
-		s := reservationSnapshot()
-		s.Gangs = append(s.Gangs, MakeGang("later").Members(1, GPUs(4)).Arrival(403).Estimate(2400).Obj())
-		return s
-	}
-	reserved := func(d Diagnostics) bool {
-		return strings.Contains(pendingOf(d)["big"].Message, "reserved for it")
-	}
+	snap, reserved := backlogSnapshot, bigReserved
 	cfg := Config{ReserveAfter: 60, ReserveAfterBacklog: true}
 	for _, now := range []int64{500, 788, 829} {
 		if _, diag := runAt(t, snap(), cfg, now); reserved(diag) {
@@ -556,14 +563,7 @@ func TestReserveAhead(t *testing.T) {
 // is due at 1000 s and is not reserved for before, however far ReserveAhead
 // reaches; a queue's own threshold, and a fixed one, are reserved ahead of.
 func TestReserveAheadOfTheBacklogOnly(t *testing.T) {
-	snap := func() *Snapshot {
-		s := reservationSnapshot()
-		s.Gangs = append(s.Gangs, MakeGang("later").Members(1, GPUs(4)).Arrival(403).Estimate(2400).Obj())
-		return s
-	}
-	reserved := func(d Diagnostics) bool {
-		return strings.Contains(pendingOf(d)["big"].Message, "reserved for it")
-	}
+	snap, reserved := backlogSnapshot, bigReserved
 	cfg := Config{ReserveAfter: 60, ReserveAfterBacklog: true, ReserveAhead: 300}
 	if _, diag := runAt(t, snap(), cfg, 500); reserved(diag) {
 		t.Errorf("at 500 s, more than 300 s before its due time of 912.5 s, big has a reservation: %q", pendingOf(diag)["big"].Message)

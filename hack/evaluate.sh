@@ -32,7 +32,7 @@
 #      load, 1.0 and overloaded) on 8 nodes x 8 GPUs in one rack, the same
 #      three policies; reports in <out>/small/, verdicts in
 #      <out>/targets-small.txt. No setting was chosen on them.
-#   7. Two more sets of synthetic traces ("A twelfth pass"), the three
+#   7. Three more sets of synthetic traces ("A twelfth pass"), the three
 #      policies on each: set 2, seen when the twelfth pass's rule was chosen
 #      (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to 10, overloaded seeds 17
 #      to 26), and set 3, held out until it was (light seeds 16 to 25, 1.0
@@ -105,6 +105,13 @@ start philly-no-preemption-72h --trace "$trace" --policy phalanx --preemption=fa
 names+=(philly-no-preemption-72h)
 start philly-fixed-24h --trace "$trace" --policy phalanx --reserve-after-backlog=false
 names+=(philly-fixed-24h)
+# generated DIR LOAD SEED: generates the trace of SEED at LOAD into
+# $out/DIR/gen-LOAD-SEED.csv and runs the three policies on it.
+generated() {
+  local name="gen-$2-$3"
+  "$bin" gen-trace --seed "$3" --load "$2" --jobs 20000 --gpus 512 --out "$out/$1$name.csv"
+  start "$1$name" --trace "$out/$1$name.csv" "${policies[@]}" --output json
+}
 # synthetic DIR SEEDS SEEDS-OVERLOADED RUNS ONCE-DUE: generates the traces of
 # SEEDS (SEEDS-OVERLOADED at load 1.3) into $out/DIR, runs the three
 # policies and phalanx once due on each, and adds the runs to the arrays
@@ -117,8 +124,7 @@ synthetic() {
     [[ $load == overloaded ]] && seeds=($overloaded)
     for seed in "${seeds[@]}"; do
       name="gen-$load-$seed"
-      "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$out/$dir$name.csv"
-      start "$dir$name" --trace "$out/$dir$name.csv" "${policies[@]}" --output json
+      generated "$dir" "$load" "$seed"
       runs+=("$dir$name")
       start "${dir}once-due/$name" --trace "$out/$dir$name.csv" --policy phalanx --reserve-ahead 0 --output json
       onceRuns+=("${dir}once-due/$name")
@@ -137,15 +143,13 @@ synthetic validation/ "4 5" "11 12 13 14 15 16" validation vOnceDue
 # seeds LIGHT, LOADED (1.0), OVERLOADED (1.3) and HEAVY (1.6) into $out/DIR,
 # runs the three policies on each, and adds the runs to the array RUNS.
 more() {
-  local dir=$1 load seed name
+  local dir=$1 load seed
   local -n runs=$6
   local -A seeds=([light]=$2 [1.0]=$3 [overloaded]=$4 [1.6]=$5)
   for load in light 1.0 overloaded 1.6; do
     for seed in ${seeds[$load]}; do
-      name="gen-$load-$seed"
-      "$bin" gen-trace --seed "$seed" --load "$load" --jobs 20000 --gpus 512 --out "$out/$dir$name.csv"
-      start "$dir$name" --trace "$out/$dir$name.csv" "${policies[@]}" --output json
-      runs+=("$dir$name")
+      generated "$dir" "$load" "$seed"
+      runs+=("${dir}gen-$load-$seed")
     done
   done
 }
