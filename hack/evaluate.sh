@@ -57,9 +57,8 @@
 # It took 28 minutes on 2 cores (1,698 s; 1,958 s on 2026-11-29, beside other
 # runs at first; 11.5 minutes before the once-due and validation runs were
 # added); 1,372 s with the small cluster's runs (2026-11-29, a later session,
-# on a fresh machine, beside fuzzing and the test suite at first); 1,347 s
-# with sets 2 and 3 (2026-11-30, beside the test suite for 17 minutes). Set
-# 4 adds about 3 minutes.
+# on a fresh machine, beside fuzzing and the test suite at first); 1,293 s
+# with sets 2 to 4 (2026-11-30, alone).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
