@@ -256,8 +256,8 @@ func BenchmarkCycle5000NodesReserveAhead(b *testing.B) {
 // BenchmarkCycle5000NodesBacklog is BenchmarkCycle5000NodesReservations
 // with the defaults' thresholds: a day, and nine tenths of the time the
 // waiting work takes on what is free and what the running members free
-// (backlog.wait over every release), reserved up to two days ahead, for up
-// to four gangs.
+// (backlog.wait over every release), reserved up to two days ahead of the
+// backlog's part, for up to four gangs.
 func BenchmarkCycle5000NodesBacklog(b *testing.B) {
 	benchCycle(b, Config{ReserveAfter: 86400, ReserveAfterBacklog: true, ReserveAhead: 2 * 86400, Reservations: 4, ShortestFirst: true}, estimatedSnapshot(), 86400)
 }
