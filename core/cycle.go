@@ -131,6 +131,14 @@ type cycle struct {
 	// stuck lists, in visit order, the gangs whose minimum found no room:
 	// the candidates for preemption (preempt.go).
 	stuck []stuckGang
+	// end is when the members being placed are expected to end, ends when
+	// each node's members are (ends.go).
+	end  int64
+	ends []int64
+	// endsNext is the earliest expected end of a member yet to come, and
+	// endsMove says that one has passed (ends.go).
+	endsNext int64
+	endsMove bool
 	// trialing is set while preemption tries placements it will roll back:
 	// failures need no node report.
 	trialing bool
@@ -526,6 +534,7 @@ func (c *cycle) placeElastic() {
 		if e.from < len(e.g.Pending) {
 			c.openHolds(e.g)
 		}
+		c.placingEnd(e.g)
 		for i := e.from; i < len(e.g.Pending); i++ {
 			m := &e.g.Pending[i]
 			r := podRequest(m)
@@ -613,6 +622,8 @@ type cycleMemory struct {
 	// steps and ends are the backlog's (freeSteps).
 	steps []freeStep
 	ends  []freeStep
+	// nodeEnds is the placement's by ends (ends.go).
+	nodeEnds []int64
 }
 
 // newCycleMemory returns the memory of a cycle over a snapshot of n queues;

@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -11,7 +12,8 @@ import (
 //
 // Members are tried largest accelerator request first. Each member goes to a
 // node the gang already uses if one has room (a gang on as few nodes as
-// possible), otherwise to the node chosen by accelerator best fit: with R
+// possible), otherwise to the node chosen by accelerator best fit (by when
+// nodes come free first, for a gang with an estimate: ends.go): with R
 // accelerators still to place for the gang, the node with the fewest free
 // accelerators among those with at least R (the whole rest of the gang fits
 // there, and partly used nodes fill before empty ones); failing that, the
@@ -68,6 +70,7 @@ func (t *txn) add(member, node int, r Vector) {
 // status says why (in detail only for the whole cluster).
 func (c *cycle) placeAll(g *Gang, members []Member, t *txn, sc *scope) (GangStatus, bool) {
 	t.reset()
+	c.placingEnd(g)
 	gpu := c.x.gpu
 	var remaining int64
 	for i := range members {
@@ -212,10 +215,16 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 		return c.findInDomain(x.dom.nodes[sc.level][sc.domain], fits, g, remaining)
 	}
 	if g <= int64(x.top) {
-		for b := max(g, remaining); b <= int64(x.top); b++ {
-			for _, n := range x.buckets[b] {
-				if fits(int(n)) {
-					return int(n), true
+		if from := max(g, remaining); g > 0 && c.end < math.MaxInt64 && from <= int64(x.top) && c.byEnds() {
+			if n, ok := c.freesSoonest(from, fits); ok {
+				return n, true
+			}
+		} else {
+			for b := from; b <= int64(x.top); b++ {
+				for _, n := range x.buckets[b] {
+					if fits(int(n)) {
+						return int(n), true
+					}
 				}
 			}
 		}

@@ -14,17 +14,18 @@ import (
 )
 
 // phillyGolden holds the figures of the first 20,000 jobs of the Philly
-// trace on 64 nodes x 8 GPUs under the phalanx policy with the options
-// that were its defaults then (oldDefaults), as the simulator computed them
-// before the changes that made it
-// faster (commit ee7e3de, whose `phalanx simulate` takes 3 to 4 minutes over
-// the whole trace). A change that alters a figure changed a decision: the
-// file is rewritten only for a change meant to. It was once, when a gang's
-// holds came to win over reservations that share their nodes (before, under
-// these options, some preemptors could not use the room held for them and
-// evicted again: 3,641 members evicted, 2,897 since; mean JCT 10h58m, 10h43m
-// since; p99 wait of 8+ GPU jobs 17d8h, 19d18h since). Those options
-// preempt far more than today's defaults.
+// trace on 64 nodes x 8 GPUs under the phalanx policy with the options that
+// were its defaults then (oldDefaults), as the simulator computed them before
+// the changes that made it faster (commit ee7e3de, whose `phalanx simulate`
+// takes 3 to 4 minutes over the whole trace). A change that alters a figure
+// changed a decision: the file is rewritten only for a change meant to. It
+// was twice. First when a gang's holds came to win over reservations that
+// share their nodes (before, under these options, some preemptors could not
+// use the room held for them and evicted again: 3,641 members evicted, 2,897
+// since; mean JCT 10h58m, 10h43m since; p99 wait of 8+ GPU jobs 17d8h,
+// 19d18h since). Then when placement came to weigh when nodes come free
+// (core/ends.go): 3,353 members evicted, mean JCT 11h13m, p99 wait of 8+
+// GPU jobs 17d23h. Those options preempt far more than today's defaults.
 const phillyGolden = "testdata/philly-64x8-first20000.json"
 
 // TestPhillyFiguresGolden runs the first 20,000 jobs of the Philly trace on
