@@ -622,8 +622,8 @@ type cycleMemory struct {
 	// steps and ends are the backlog's (freeSteps).
 	steps []freeStep
 	ends  []freeStep
-	// nodeEnds is the placement's by ends (ends.go).
-	nodeEnds []int64
+	// nodeEnds and nodeKnown are the placement's by ends (ends.go).
+	nodeEnds, nodeKnown []int64
 }
 
 // newCycleMemory returns the memory of a cycle over a snapshot of n queues;

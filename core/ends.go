@@ -32,26 +32,32 @@ import "math"
 const endScanLimit = 64
 
 // nodeEnds returns, by node, when the node's running members are expected
-// to have all ended (math.MaxInt64 if one never does by what is known; 0
-// for a node with none), built at the cycle's first need from the
-// snapshot's releases. The cycle's own placements are not added: the nodes'
+// to have all ended (math.MaxInt64 if one never does by what is known: a
+// release of unknown time, or accelerators in use that no release of known
+// time accounts for; 0 for a node with none), built at the cycle's first
+// need from the snapshot's releases. The snapshot carries releases when
+// reservations are on (Snapshot.Releases); without them every used node
+// counts as never free, and placement is best fit alone. The cycle's own placements are not added: the nodes'
 // order by free time then holds while the time passes (freesSoonest), and
 // counting them changed nothing on the traces of docs/evaluation.md.
 func (c *cycle) nodeEnds() []int64 {
 	if c.ends != nil {
 		return c.ends
 	}
-	ends := sized(c.mem.nodeEnds, len(c.snap.Nodes))
+	n, gpu := len(c.snap.Nodes), c.x.gpu
+	ends, known := sized(c.mem.nodeEnds, n), sized(c.mem.nodeKnown, n)
 	clear(ends)
+	clear(known)
 	c.endsNext = math.MaxInt64
 	for i := range c.snap.Releases {
 		r := &c.snap.Releases[i]
-		if r.Node < 0 || r.Node >= len(ends) {
+		if r.Node < 0 || r.Node >= n {
 			continue
 		}
 		e := int64(math.MaxInt64)
 		if r.At > 0 {
 			e = expectedEnd(r.At, c.now, DefaultForecastStep)
+			known[r.Node] += r.Amount[gpu]
 			if r.At <= c.now {
 				c.endsMove = true
 			} else {
@@ -60,7 +66,12 @@ func (c *cycle) nodeEnds() []int64 {
 		}
 		ends[r.Node] = max(ends[r.Node], e)
 	}
-	c.mem.nodeEnds, c.ends = ends, ends
+	for i := range c.snap.Nodes {
+		if c.snap.Nodes[i].Used[gpu] > known[i] {
+			ends[i] = math.MaxInt64 // accelerators held by members of unknown end
+		}
+	}
+	c.mem.nodeEnds, c.mem.nodeKnown, c.ends = ends, known, ends
 	return ends
 }
 

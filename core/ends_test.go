@@ -7,9 +7,10 @@ import (
 )
 
 // endsSnapshot is three nodes of 8 GPUs: soon and late each run a 4-GPU
-// member, ending at 100 s and at lateEnd (0: unknown), and empty runs
-// nothing. One gang of one 2-GPU member waits, with the estimate given (0:
-// none). Without the release of soon when soonEnd is 0.
+// member, ending at 100 s and at lateEnd (0: unknown; -1: no release at
+// all, as the scheduler gives none for a gang without an estimate), and
+// empty runs nothing. One gang of one 2-GPU member waits, with the estimate
+// given (0: none). Without the release of soon when soonEnd is 0.
 func endsSnapshot(estimate, soonEnd, lateEnd int64) *Snapshot {
 	s := MakeSnapshot().Nodes(
 		MakeNode("soon").GPUs(8).CPUs(64).UsedGPUs(4),
@@ -20,7 +21,9 @@ func endsSnapshot(estimate, soonEnd, lateEnd int64) *Snapshot {
 	if soonEnd > 0 {
 		s.Releases = append(s.Releases, Release{Node: 0, Amount: held, At: soonEnd, Queue: "default"})
 	}
-	s.Releases = append(s.Releases, Release{Node: 1, Amount: held, At: lateEnd, Queue: "default"})
+	if lateEnd >= 0 {
+		s.Releases = append(s.Releases, Release{Node: 1, Amount: held, At: lateEnd, Queue: "default"})
+	}
 	return s
 }
 
@@ -37,6 +40,7 @@ func TestPlaceByEnds(t *testing.T) {
 		{"no estimate: best fit, the first of the fullest", 0, 100, 5000, "", "soon"},
 		{"late runs past the member's end: not pushed back", 1000, 100, 5000, "", "late"},
 		{"late's member has no known end: never free", 1000, 100, 0, "", "late"},
+		{"late's GPUs are held by no release: never free", 1000, 100, -1, "", "late"},
 		{"both pushed back: late the least", 1000, 100, 600, "", "late"},
 		{"a partly used node before an empty one", 1000, 100, 600, "late", "soon"},
 	} {
@@ -56,19 +60,23 @@ func TestPlaceByEnds(t *testing.T) {
 }
 
 // The choice by ends holds until the first expected end passes (soon's at
-// 100 s), or, when no other end comes first, until the member would push
-// late's free time back (from 5000-1000+1 s on).
+// 100 s, when late is taken), or, when the node taken ends first, until the
+// member would push its free time back: soon, ending at 1500 s, is taken
+// until 1500-1000+1 s, and late from then on.
 func TestPlaceByEndsUntil(t *testing.T) {
 	for _, tc := range []struct {
-		soonEnd, want int64
-	}{{100, 100}, {0, 4001}} {
+		soonEnd, until int64
+		before, after  string
+	}{{100, 100, "late", "late"}, {1500, 501, "soon", "late"}} {
 		plan, _ := runAt(t, endsSnapshot(1000, tc.soonEnd, 5000), Config{}, 0)
-		if plan.Until != tc.want {
-			t.Errorf("soon ending at %d: Until %d, want %d", tc.soonEnd, plan.Until, tc.want)
+		if plan.Until != tc.until {
+			t.Errorf("soon ending at %d: Until %d, want %d", tc.soonEnd, plan.Until, tc.until)
 		}
-		later, _ := runAt(t, endsSnapshot(1000, tc.soonEnd, 5000), Config{}, tc.want-1)
-		if diff := cmp.Diff(nodesOf(plan), nodesOf(later)); diff != "" {
-			t.Errorf("soon ending at %d: the plan a second before Until differs (-at 0 +later):\n%s", tc.soonEnd, diff)
+		for at, want := range map[int64]string{0: tc.before, tc.until - 1: tc.before, tc.until: tc.after} {
+			p, _ := runAt(t, endsSnapshot(1000, tc.soonEnd, 5000), Config{}, at)
+			if diff := cmp.Diff(map[string][]string{"g": {want}}, nodesOf(p)); diff != "" {
+				t.Errorf("soon ending at %d, at %d s (-want +got):\n%s", tc.soonEnd, at, diff)
+			}
 		}
 	}
 }
