@@ -32,15 +32,17 @@
 #      load, 1.0 and overloaded) on 8 nodes x 8 GPUs in one rack, the same
 #      three policies; reports in <out>/small/, verdicts in
 #      <out>/targets-small.txt. No setting was chosen on them.
-#   7. Three more sets of synthetic traces ("A twelfth pass"), the three
-#      policies on each: set 2, seen when the twelfth pass's rule was chosen
-#      (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to 10, overloaded seeds 17
-#      to 26), and set 3, held out until it was (light seeds 16 to 25, 1.0
-#      and 1.6 seeds 11 to 15, overloaded seeds 27 to 36), and set 4,
-#      generated after the rule was kept (light seeds 26 to 35, 1.0 and 1.6
-#      seeds 16 to 20, overloaded seeds 37 to 46); reports in <out>/set2/,
-#      <out>/set3/ and <out>/set4/, verdicts in <out>/targets-set2.txt,
-#      <out>/targets-set3.txt and <out>/targets-set4.txt.
+#   7. Four more sets of synthetic traces ("A twelfth pass", "A thirteenth
+#      pass"), the three policies on each: set 2, seen when the twelfth
+#      pass's rule was chosen (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to
+#      10, overloaded seeds 17 to 26), and set 3, held out until it was
+#      (light seeds 16 to 25, 1.0 and 1.6 seeds 11 to 15, overloaded seeds 27
+#      to 36), and set 4, generated after the rule was kept (light seeds 26
+#      to 35, 1.0 and 1.6 seeds 16 to 20, overloaded seeds 37 to 46), and
+#      set 5, generated after the thirteenth pass's rule was kept (light
+#      seeds 36 to 45, 1.0 and 1.6 seeds 21 to 25, overloaded seeds 47 to
+#      56); reports in <out>/set2/ to <out>/set5/, verdicts in
+#      <out>/targets-set2.txt to <out>/targets-set5.txt.
 #   8. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
@@ -64,7 +66,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
-mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3" "$out/set4"
+mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3" "$out/set4" "$out/set5"
 out=$(cd "$out" && pwd)
 bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
@@ -158,6 +160,8 @@ set3=()
 more set3/ "$(seq -s ' ' 16 25)" "$(seq -s ' ' 11 15)" "$(seq -s ' ' 27 36)" "$(seq -s ' ' 11 15)" set3
 set4=()
 more set4/ "$(seq -s ' ' 26 35)" "$(seq -s ' ' 16 20)" "$(seq -s ' ' 37 46)" "$(seq -s ' ' 16 20)" set4
+set5=()
+more set5/ "$(seq -s ' ' 36 45)" "$(seq -s ' ' 21 25)" "$(seq -s ' ' 47 56)" "$(seq -s ' ' 21 25)" set5
 small=()
 for load in light 1.0 overloaded; do
   for seed in 1 2 3; do
@@ -180,7 +184,7 @@ for pid in "${pids[@]}"; do
   wait "$pid"
 done
 # The runs of the three policies and of phalanx once due wrote JSON.
-for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}" "${set4[@]}"; do
+for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}" "${set4[@]}" "${set5[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
 done
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
@@ -203,11 +207,12 @@ judge targets-small overloaded small small
 judge targets-set2 overloaded set2 set2
 judge targets-set3 overloaded set3 set3
 judge targets-set4 overloaded set4 set4
+judge targets-set5 overloaded set5 set5
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3 targets-set4; do
+for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3 targets-set4 targets-set5; do
   echo "== $f"
   cat "$out/$f.txt"
 done
