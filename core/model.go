@@ -428,7 +428,9 @@ type Snapshot struct {
 	// save the core a sort.
 	Gangs []*Gang
 	// Releases of running members, in any order; used only when
-	// reservations are on (Config.ReserveAfter).
+	// reservations are on (Config.ReserveAfter), and by placement, which
+	// prefers the nodes whose expected free time a member's end pushes
+	// back least (ends.go).
 	Releases []Release
 	// Running gangs, in any order; used only when preemption is on
 	// (Config.Preemption).

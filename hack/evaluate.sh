@@ -60,7 +60,8 @@
 # runs at first; 11.5 minutes before the once-due and validation runs were
 # added); 1,372 s with the small cluster's runs (2026-11-29, a later session,
 # on a fresh machine, beside fuzzing and the test suite at first); 1,293 s
-# with sets 2 to 4 (2026-11-30, alone).
+# with sets 2 to 4 (2026-11-30, alone); 1,927 s with set 5 (2026-11-30,
+# beside other simulations for a third of it).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -299,7 +299,8 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 		metrics = NewMetrics()
 	}
 	store := NewStore(opts.SchedulerNames)
-	// Releases are in the snapshot for reservations and forecasts.
+	// Releases are in the snapshot for reservations and forecasts (and then
+	// placement weighs when nodes come free, core/ends.go).
 	store.gpuModelLabel, store.reserving, store.now = opts.GPUModelLabel, reserveAfter > 0 || opts.ForecastPeriod > 0, opts.Now
 	store.preempting, store.holdFailed = opts.Preemption, int64(opts.HoldFailedMember/time.Second)
 	store.correcting = opts.CorrectEstimates
