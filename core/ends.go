@@ -37,9 +37,10 @@ const endScanLimit = 64
 // time accounts for; 0 for a node with none), built at the cycle's first
 // need from the snapshot's releases. The snapshot carries releases when
 // reservations are on (Snapshot.Releases); without them every used node
-// counts as never free, and placement is best fit alone. The cycle's own placements are not added: the nodes'
-// order by free time then holds while the time passes (freesSoonest), and
-// counting them changed nothing on the traces of docs/evaluation.md.
+// counts as never free, and placement is best fit alone. The cycle's own
+// placements are not added: the nodes' order by free time then holds while
+// the time passes (freesSoonest), and counting them changed no verdict on
+// sets 2 to 4 of docs/evaluation.md.
 func (c *cycle) nodeEnds() []int64 {
 	if c.ends != nil {
 		return c.ends
