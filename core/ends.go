@@ -23,9 +23,11 @@ import "math"
 // endScanLimit nodes where the member fits, so that a cluster of thousands of
 // partly used nodes costs no more than a bounded scan per member.
 //
-// On the traces of docs/evaluation.md ("A thirteenth pass") this lowered the
-// mean completion time and the big gangs' wait at once under overload, and
-// left light load about as it was.
+// On the synthetic traces of docs/evaluation.md ("A thirteenth pass") this
+// lowered the mean completion time and the big gangs' wait at once under
+// overload, and left light load about as it was; on the Philly trace it
+// lowered the big gangs' wait and cost the small jobs' (28 minutes of mean
+// completion time).
 
 // endScanLimit bounds how many fitting nodes a member's search by ends
 // looks at.

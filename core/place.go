@@ -215,7 +215,7 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 		return c.findInDomain(x.dom.nodes[sc.level][sc.domain], fits, g, remaining)
 	}
 	if g <= int64(x.top) {
-		if from := max(g, remaining); g > 0 && c.end < math.MaxInt64 && from <= int64(x.top) && c.byEnds() {
+		if from := max(g, remaining); g > 0 && c.end < math.MaxInt64 && c.byEnds() {
 			if n, ok := c.freesSoonest(from, fits); ok {
 				return n, true
 			}
