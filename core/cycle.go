@@ -131,6 +131,13 @@ type cycle struct {
 	// stuck lists, in visit order, the gangs whose minimum found no room:
 	// the candidates for preemption (preempt.go).
 	stuck []stuckGang
+	// early is set while wholeNodesFirst tries gangs ahead of their
+	// queue's turn: a failure is not recorded, the gang's turn will; early
+	// failures are remembered in earlyFailed instead. placedFirst holds the
+	// gangs it placed (nil when none).
+	early       bool
+	earlyFailed failedMemo
+	placedFirst map[*Gang]bool
 	// end is when the members being placed are expected to end, ends when
 	// each node's members are (ends.go).
 	end  int64
@@ -373,6 +380,9 @@ func (c *cycle) runFairShare() {
 			c.visitNext(qs)
 		}
 	}
+	if len(c.resvs) == 0 {
+		c.wholeNodesFirst(h)
+	}
 	live := h[:0]
 	for _, qs := range h {
 		if qs.next < len(qs.gangs) {
@@ -397,6 +407,9 @@ func (c *cycle) runFairShare() {
 func (c *cycle) visitNext(qs *queueState) {
 	g := qs.gangs[qs.next]
 	qs.next++
+	if c.placedFirst[g] {
+		return // placed by wholeNodesFirst
+	}
 	switch {
 	case qs.blockedBy != nil && g.Bound < g.MinMember:
 		c.diag.Pending = append(c.diag.Pending, GangStatus{Gang: g.ID, Reason: ReasonBlocked,
@@ -483,7 +496,13 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	}
 	key := failedKey{shape: stuck.shape, open: c.open, holder: c.holder}
 	uniform = uniform && c.alike(g.Pending[:need])
-	if uniform {
+	if c.early && uniform {
+		if _, failed := c.earlyFailed.get(key); failed {
+			c.closeHolds(false)
+			return false
+		}
+	}
+	if uniform && !c.early {
 		if first, failed := c.failedGangs.get(key); failed {
 			// As the first one failed: withReservation replaces what it
 			// said of its own reservation.
@@ -499,6 +518,13 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	}
 	t := &c.scratch
 	if st, ok := c.placeMinimum(g, g.Pending[:need], want, t); !ok && !c.placeAnchored(g, g.Pending[:need], t) {
+		if c.early {
+			if uniform {
+				c.earlyFailed.set(key, 0)
+			}
+			c.closeHolds(false)
+			return false
+		}
 		if st.Reason == ReasonUnschedulable {
 			stuck.status = int32(len(c.diag.Pending))
 			c.addStuck(stuck)

@@ -107,6 +107,7 @@ func (c *cycle) closeHolds(placed bool) {
 		// found no node may fit.
 		clear(c.unfit)
 		c.failedGangs.forget()
+		c.earlyFailed.forget()
 	}
 }
 

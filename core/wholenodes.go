@@ -1,0 +1,99 @@
+package core
+
+import "slices"
+
+// Gangs that take whole nodes go first while nothing is reserved.
+//
+// In a FairShare cycle the queues take turns, the one furthest below its
+// deserved share first, and every gang that fits is placed. A gang that
+// asks at least a whole node's accelerators fits only where that many are
+// free together. As members end one by one, the smaller gangs of the queues
+// whose turn comes first take what frees, and the big gang starts only when
+// enough frees together within one cycle. On a cluster where nothing waits
+// long enough to be reserved for (Config.ReserveAfter), a burst of big
+// gangs then waits behind the stream of small ones for hours, though the
+// cluster has room for both over the day.
+//
+// So, in a cycle that holds no reservation, the waiting gangs that ask at
+// least as many accelerators as the biggest schedulable node has, and that
+// have an estimate, are tried before the queues take their turns: across
+// queues, in the order the queues sort their own gangs (by priority, then
+// shortest estimate under Config.ShortestFirst, then arrival). Those that fit are placed and counted in their queue's
+// share at once; the others wait for their queue's turn, as before, and
+// what they found is not recorded until then. A gang of a StrictOrder
+// queue keeps its queue's order, and a gang its queue's capability or a
+// closed queue would refuse is not tried early.
+//
+// Once reservations are in play, the cluster has a backlog, and the big
+// gangs that waited longest are the reservations' to serve, in arrival
+// order; trying big gangs first there took whole nodes from the queues due
+// them, and reclaim took them back (docs/evaluation.md, "A fourteenth
+// pass").
+
+// wholeNodesFirst places, ahead of the queues' turns, the gangs of qss
+// that ask a whole node's accelerators or more and fit now.
+func (c *cycle) wholeNodesFirst(qss []*queueState) {
+	gpu := c.x.gpu
+	if gpu < 0 {
+		return
+	}
+	var node int64 // the most accelerators a schedulable node has
+	for i := range c.snap.Nodes {
+		if n := &c.snap.Nodes[i]; !n.Unschedulable {
+			node = max(node, n.Allocatable[gpu])
+		}
+	}
+	if node <= 0 {
+		return
+	}
+	type early struct {
+		g  *Gang
+		qs *queueState
+		at int
+	}
+	var list []early
+	for _, qs := range qss {
+		if qs.q.StrictOrder || qs.q.Closed {
+			continue
+		}
+		for i := qs.next; i < len(qs.gangs); i++ {
+			if g := qs.gangs[i]; g.Bound < g.MinMember && g.Estimate > 0 && qs.wants[i][gpu] >= node {
+				list = append(list, early{g, qs, i})
+			}
+		}
+	}
+	if len(list) == 0 {
+		return
+	}
+	before := gangBefore
+	if c.cfg.ShortestFirst {
+		before = shorterBefore
+	}
+	slices.SortFunc(list, func(a, b early) int {
+		switch {
+		case before(a.g, b.g):
+			return -1
+		case before(b.g, a.g):
+			return 1
+		}
+		return 0
+	})
+	c.early = true
+	defer func() {
+		c.early = false
+		c.earlyFailed.forget()
+	}()
+	for _, e := range list {
+		if _, over := exceeds(e.qs.allocated.Add(e.qs.wants[e.at]), e.qs.q.Capability); over {
+			continue
+		}
+		if !c.tryGang(e.g, e.qs, e.at) {
+			continue
+		}
+		e.qs.updateShare()
+		if c.placedFirst == nil {
+			c.placedFirst = make(map[*Gang]bool)
+		}
+		c.placedFirst[e.g] = true
+	}
+}
