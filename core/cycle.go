@@ -14,7 +14,10 @@ import (
 //     its deserved share (fairshare.go). Then, with Config.ReserveAfter,
 //     reserve nodes for the gangs that have waited too long (reserve.go).
 //  2. Visit gangs in policy order: under FairShare, first the gangs that
-//     hold some members but not their minimum, then pop the queue with the
+//     hold some members but not their minimum, then, in a cycle that holds
+//     no reservation, the gangs that ask a whole node's accelerators or more
+//     (wholenodes.go; one that does not fit waits for its queue's turn),
+//     then pop the queue with the
 //     lowest share and take its next gang by priority then arrival (or
 //     estimate then arrival, with Config.ShortestFirst); under
 //     StrictFIFO, take gangs by arrival across the cluster and stop at the

@@ -269,6 +269,14 @@ func BenchmarkCycle5000NodesOverrun(b *testing.B) {
 	benchCycle(b, Config{ReserveAfter: 3600, Reservations: 2, ShortestFirst: true}, estimatedSnapshot(), 86400+43200)
 }
 
+// BenchmarkCycle5000NodesEstimates is BenchmarkCycle5000NodesReservations
+// without reservations: the gangs of a whole node's GPUs or more (8) are
+// tried before the queues' turns (wholenodes.go), and placement weighs
+// when nodes come free (ends.go).
+func BenchmarkCycle5000NodesEstimates(b *testing.B) {
+	benchCycle(b, Config{ShortestFirst: true}, estimatedSnapshot(), 86400)
+}
+
 // estimatedSnapshot is randomSnapshot's 5,000 nodes and 20,000 pending pods
 // with estimates: each gang's run time is up to a day, and what runs on a
 // node frees within the day after 86400.
