@@ -136,11 +136,9 @@ type cycle struct {
 	stuck []stuckGang
 	// early is set while wholeNodesFirst tries gangs ahead of their
 	// queue's turn: a failure is not recorded, the gang's turn will; early
-	// failures are remembered in earlyFailed instead. placedFirst holds the
-	// gangs it placed (nil when none).
+	// failures are remembered in earlyFailed instead.
 	early       bool
 	earlyFailed failedMemo
-	placedFirst map[*Gang]bool
 	// end is when the members being placed are expected to end, ends when
 	// each node's members are (ends.go).
 	end  int64
@@ -205,7 +203,7 @@ func newCycle(s *Scheduler, snap *Snapshot, plan *Plan, diag *Diagnostics) *cycl
 		}
 		qs := &c.mem.queues[i]
 		*qs = queueState{q: q, weight: min(max(q.Weight, 1), maxWeight), allocated: q.Allocated,
-			gangs: qs.gangs[:0], wants: qs.wants[:0]}
+			gangs: qs.gangs[:0], wants: qs.wants[:0], placedFirst: qs.placedFirst[:0]}
 		c.queues[q.Name] = qs
 		c.order = append(c.order, qs)
 	}
@@ -410,7 +408,8 @@ func (c *cycle) runFairShare() {
 func (c *cycle) visitNext(qs *queueState) {
 	g := qs.gangs[qs.next]
 	qs.next++
-	if c.placedFirst[g] {
+	if i := qs.firstAt; i < len(qs.placedFirst) && qs.placedFirst[i] == qs.next-1 {
+		qs.firstAt++
 		return // placed by wholeNodesFirst
 	}
 	switch {
@@ -653,6 +652,8 @@ type cycleMemory struct {
 	ends  []freeStep
 	// nodeEnds and nodeKnown are the placement's by ends (ends.go).
 	nodeEnds, nodeKnown []int64
+	// early lists wholeNodesFirst's gangs.
+	early []earlyGang
 }
 
 // newCycleMemory returns the memory of a cycle over a snapshot of n queues;
@@ -671,7 +672,7 @@ func (m *cycleMemory) release(pool *sync.Pool) {
 	for i := range m.queues {
 		qs := &m.queues[i]
 		clear(qs.gangs)
-		*qs = queueState{gangs: qs.gangs[:0], wants: qs.wants[:0]}
+		*qs = queueState{gangs: qs.gangs[:0], wants: qs.wants[:0], placedFirst: qs.placedFirst[:0]}
 	}
 	clear(m.stuck)
 	clear(m.sorter.keys)

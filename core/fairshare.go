@@ -43,6 +43,10 @@ type queueState struct {
 	lastWeighed *unit
 	// pos is the queue's place in the cycle's order of queues.
 	pos int
+	// placedFirst holds, ascending, the indexes in gangs of the gangs
+	// wholeNodesFirst placed, and firstAt the next of them a turn reaches.
+	placedFirst []int
+	firstAt     int
 }
 
 // deal computes deserved for every queue by water-filling total among them.

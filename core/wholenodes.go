@@ -46,19 +46,18 @@ func (c *cycle) wholeNodesFirst(qss []*queueState) {
 	if node <= 0 {
 		return
 	}
-	type early struct {
-		g  *Gang
-		qs *queueState
-		at int
+	var list []earlyGang
+	if c.mem != nil {
+		list = c.mem.early[:0]
+		defer func() { clear(list); c.mem.early = list[:0] }()
 	}
-	var list []early
 	for _, qs := range qss {
 		if qs.q.StrictOrder || qs.q.Closed {
 			continue
 		}
 		for i := qs.next; i < len(qs.gangs); i++ {
 			if g := qs.gangs[i]; g.Bound < g.MinMember && g.Estimate > 0 && qs.wants[i][gpu] >= node {
-				list = append(list, early{g, qs, i})
+				list = append(list, earlyGang{g, qs, i})
 			}
 		}
 	}
@@ -69,7 +68,7 @@ func (c *cycle) wholeNodesFirst(qss []*queueState) {
 	if c.cfg.ShortestFirst {
 		before = shorterBefore
 	}
-	slices.SortFunc(list, func(a, b early) int {
+	slices.SortFunc(list, func(a, b earlyGang) int {
 		switch {
 		case before(a.g, b.g):
 			return -1
@@ -91,9 +90,16 @@ func (c *cycle) wholeNodesFirst(qss []*queueState) {
 			continue
 		}
 		e.qs.updateShare()
-		if c.placedFirst == nil {
-			c.placedFirst = make(map[*Gang]bool)
-		}
-		c.placedFirst[e.g] = true
+		e.qs.placedFirst = append(e.qs.placedFirst, e.at)
 	}
+	for _, qs := range qss {
+		slices.Sort(qs.placedFirst)
+	}
+}
+
+// earlyGang is a gang wholeNodesFirst tries: qs.gangs[at].
+type earlyGang struct {
+	g  *Gang
+	qs *queueState
+	at int
 }
