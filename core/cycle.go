@@ -14,8 +14,9 @@ import (
 //     its deserved share (fairshare.go). Then, with Config.ReserveAfter,
 //     reserve nodes for the gangs that have waited too long (reserve.go).
 //  2. Visit gangs in policy order: under FairShare, first the gangs that
-//     hold some members but not their minimum, then, in a cycle that holds
-//     no reservation, the gangs that ask a whole node's accelerators or more
+//     hold some members but not their minimum, then, with
+//     Config.ReserveAfter, in a cycle that holds no reservation, the gangs
+//     that ask a whole node's accelerators or more
 //     (wholenodes.go; one that does not fit waits for its queue's turn),
 //     then pop the queue with the
 //     lowest share and take its next gang by priority then arrival (or
@@ -381,7 +382,7 @@ func (c *cycle) runFairShare() {
 			c.visitNext(qs)
 		}
 	}
-	if len(c.resvs) == 0 {
+	if c.cfg.ReserveAfter > 0 && len(c.resvs) == 0 {
 		c.wholeNodesFirst(h)
 	}
 	live := h[:0]

@@ -270,11 +270,11 @@ func BenchmarkCycle5000NodesOverrun(b *testing.B) {
 }
 
 // BenchmarkCycle5000NodesEstimates is BenchmarkCycle5000NodesReservations
-// without reservations: the gangs of a whole node's GPUs or more (8) are
-// tried before the queues' turns (wholenodes.go), and placement weighs
-// when nodes come free (ends.go).
+// with a threshold no gang has waited: no reservation, so the gangs of a
+// whole node's GPUs or more (8) are tried before the queues' turns
+// (wholenodes.go), and placement weighs when nodes come free (ends.go).
 func BenchmarkCycle5000NodesEstimates(b *testing.B) {
-	benchCycle(b, Config{ShortestFirst: true}, estimatedSnapshot(), 86400)
+	benchCycle(b, Config{ReserveAfter: 30 * 86400, ShortestFirst: true}, estimatedSnapshot(), 86400)
 }
 
 // estimatedSnapshot is randomSnapshot's 5,000 nodes and 20,000 pending pods

@@ -14,7 +14,8 @@ import "slices"
 // gangs then waits behind the stream of small ones for hours, though the
 // cluster has room for both over the day.
 //
-// So, in a cycle that holds no reservation, the waiting gangs that ask at
+// So, with Config.ReserveAfter (reservations on, as by default), in a cycle
+// that holds no reservation, the waiting gangs that ask at
 // least as many accelerators as the biggest schedulable node has, and that
 // have an estimate, are tried before the queues take their turns: across
 // queues, in the order the queues sort their own gangs (by priority, then
@@ -28,7 +29,8 @@ import "slices"
 // gangs that waited longest are the reservations' to serve, in arrival
 // order; trying big gangs first there took whole nodes from the queues due
 // them, and reclaim took them back (docs/evaluation.md, "A fourteenth
-// pass").
+// pass"). Without reservations at all (ReserveAfter 0, the volcano
+// baseline's configuration) the queues' turns alone decide, as they did.
 
 // wholeNodesFirst places, ahead of the queues' turns, the gangs of qss
 // that ask a whole node's accelerators or more and fit now.

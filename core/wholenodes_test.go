@@ -26,15 +26,19 @@ func wholeNodesSnapshot() *snapBuilder {
 
 func TestWholeNodesFirst(t *testing.T) {
 	inTurn := []string{"a1", "a2", "a3", "a4"}
+	// Reservations on, but nothing has waited a day: no reservation.
+	const day = 86400
+	on := Config{ShortestFirst: true, ReserveAfter: day}
 	for _, tc := range []struct {
 		name   string
 		change func(s *Snapshot)
 		cfg    Config
 		want   []string
 	}{
-		{"a whole node's gang first", nil, Config{ShortestFirst: true}, []string{"a1", "a2", "big"}},
-		{"by arrival too", nil, Config{}, []string{"a1", "a2", "big"}},
-		{"no estimate: its queue's turn", func(s *Snapshot) { gangOf(s, "big").Estimate = 0 }, Config{ShortestFirst: true}, inTurn},
+		{"a whole node's gang first", nil, on, []string{"a1", "a2", "big"}},
+		{"by arrival too", nil, Config{ReserveAfter: day}, []string{"a1", "a2", "big"}},
+		{"reservations off: its queue's turn", nil, Config{ShortestFirst: true}, inTurn},
+		{"no estimate: its queue's turn", func(s *Snapshot) { gangOf(s, "big").Estimate = 0 }, on, inTurn},
 		{"less than a node: its queue's turn", func(s *Snapshot) {
 			// big asks 7 GPUs; with eight gangs a's turns come first until
 			// five of them have taken empty's GPUs.
@@ -42,15 +46,15 @@ func TestWholeNodesFirst(t *testing.T) {
 			for _, id := range []string{"a5", "a6", "a7", "a8"} {
 				s.Gangs = append(s.Gangs, MakeGang(id).Queue("a").Members(1, GPUs(1)).Arrival(5).Estimate(100).Obj())
 			}
-		}, Config{ShortestFirst: true}, []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"}},
+		}, on, []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"}},
 		{"strict-order queue: its queue's order", func(s *Snapshot) {
 			// b's head fits nowhere, nor is any room for it known to
 			// come: nothing is reserved, and big waits behind it.
 			s.Queues[1].StrictOrder = true
 			s.Gangs = append(s.Gangs, MakeGang("head").Queue("b").Members(2, GPUs(8)).Arrival(-1).Estimate(1000).Obj())
-		}, Config{ShortestFirst: true}, inTurn},
-		{"queue at capability: not tried", func(s *Snapshot) { s.Queues[1].Capability[gpuDim] = 10 }, Config{ShortestFirst: true}, inTurn},
-		{"fits nowhere: its queue's turn", func(s *Snapshot) { s.Nodes[1].Used[gpuDim] = 1 }, Config{ShortestFirst: true}, inTurn},
+		}, on, inTurn},
+		{"queue at capability: not tried", func(s *Snapshot) { s.Queues[1].Capability[gpuDim] = 10 }, on, inTurn},
+		{"fits nowhere: its queue's turn", func(s *Snapshot) { s.Nodes[1].Used[gpuDim] = 1 }, on, inTurn},
 		{"a reservation in the cycle: its queue's turn", func(s *Snapshot) {
 			// huge, of queue c, has waited past ReserveAfter and is
 			// reserved both nodes from when full's members end, 10000 s;
