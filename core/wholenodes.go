@@ -15,15 +15,15 @@ import "slices"
 // cluster has room for both over the day.
 //
 // So, with Config.ReserveAfter (reservations on, as by default), in a cycle
-// that holds no reservation, the waiting gangs that ask at
-// least as many accelerators as the biggest schedulable node has, and that
-// have an estimate, are tried before the queues take their turns: across
-// queues, in the order the queues sort their own gangs (by priority, then
-// shortest estimate under Config.ShortestFirst, then arrival). Those that fit are placed and counted in their queue's
-// share at once; the others wait for their queue's turn, as before, and
-// what they found is not recorded until then. A gang of a StrictOrder
-// queue keeps its queue's order, and a gang its queue's capability or a
-// closed queue would refuse is not tried early.
+// that holds no reservation, the waiting gangs that ask at least as many
+// accelerators as the biggest schedulable node has, and that have an
+// estimate, are tried before the queues take their turns: across queues,
+// in the order the queues sort their own gangs (by priority, then shortest
+// estimate under Config.ShortestFirst, then arrival). Those that fit are
+// placed and counted in their queue's share at once; the others wait for
+// their queue's turn, as before, and what they found is not recorded until
+// then. A gang of a StrictOrder queue keeps its queue's order, and a gang
+// its queue's capability or a closed queue would refuse is not tried early.
 //
 // Once reservations are in play, the cluster has a backlog, and the big
 // gangs that waited longest are the reservations' to serve, in arrival

@@ -61,7 +61,8 @@
 # added); 1,372 s with the small cluster's runs (2026-11-29, a later session,
 # on a fresh machine, beside fuzzing and the test suite at first); 1,293 s
 # with sets 2 to 4 (2026-11-30, alone); 1,927 s with set 5 (2026-11-30,
-# beside other simulations for a third of it).
+# beside other simulations for a third of it); 1,474 s after issue 13's
+# fourteenth pass (2026-11-30, beside a few short simulations).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
