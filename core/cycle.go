@@ -465,12 +465,18 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 		c.satisfied = append(c.satisfied, elastic{g: g, qs: qs})
 		return true
 	}
+	// Under c.early a failure is not recorded: the gang's turn will be.
 	if qs.q.Closed {
-		c.pending(g, ReasonQueueClosed, need, fmt.Sprintf("queue %s is closed", qs.q.Name))
+		if !c.early {
+			c.pending(g, ReasonQueueClosed, need, fmt.Sprintf("queue %s is closed", qs.q.Name))
+		}
 		return false
 	}
 	want := qs.wants[at]
 	if d, over := exceeds(qs.allocated.Add(want), qs.q.Capability); over {
+		if c.early {
+			return false
+		}
 		name := c.snap.Resources.Name(d)
 		if want[d] > qs.q.Capability[d] {
 			c.pending(g, ReasonQueueAtCapability, need, fmt.Sprintf(
@@ -499,13 +505,12 @@ func (c *cycle) tryGang(g *Gang, qs *queueState, at int) bool {
 	}
 	key := failedKey{shape: stuck.shape, open: c.open, holder: c.holder}
 	uniform = uniform && c.alike(g.Pending[:need])
-	if c.early && uniform {
+	if uniform && c.early {
 		if _, failed := c.earlyFailed.get(key); failed {
 			c.closeHolds(false)
 			return false
 		}
-	}
-	if uniform && !c.early {
+	} else if uniform {
 		if first, failed := c.failedGangs.get(key); failed {
 			// As the first one failed: withReservation replaces what it
 			// said of its own reservation.

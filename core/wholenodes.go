@@ -22,14 +22,15 @@ import "slices"
 // estimate under Config.ShortestFirst, then arrival). Those that fit are
 // placed and counted in their queue's share at once; the others wait for
 // their queue's turn, as before, and what they found is not recorded until
-// then. A gang of a StrictOrder queue keeps its queue's order, and a gang
-// its queue's capability or a closed queue would refuse is not tried early.
+// then (tryGang records nothing while c.early is set). A gang of a
+// StrictOrder queue keeps its queue's order; one its queue's capability or
+// a closed queue refuses fails the early try as it would its turn.
 //
 // Once reservations are in play, the cluster has a backlog, and the big
 // gangs that waited longest are the reservations' to serve, in arrival
-// order; trying big gangs first there took whole nodes from the queues due
-// them, and reclaim took them back (docs/evaluation.md, "A fourteenth
-// pass"). Without reservations at all (ReserveAfter 0, the volcano
+// order; trying big gangs first there as well left the least-served queue
+// less of its due and preempted more gangs (docs/evaluation.md, "A
+// fourteenth pass"). Without reservations at all (ReserveAfter 0, the volcano
 // baseline's configuration) the queues' turns alone decide, as they did.
 
 // wholeNodesFirst places, ahead of the queues' turns, the gangs of qss
@@ -54,7 +55,7 @@ func (c *cycle) wholeNodesFirst(qss []*queueState) {
 		defer func() { clear(list); c.mem.early = list[:0] }()
 	}
 	for _, qs := range qss {
-		if qs.q.StrictOrder || qs.q.Closed {
+		if qs.q.StrictOrder {
 			continue
 		}
 		for i := qs.next; i < len(qs.gangs); i++ {
@@ -85,9 +86,6 @@ func (c *cycle) wholeNodesFirst(qss []*queueState) {
 		c.earlyFailed.forget()
 	}()
 	for _, e := range list {
-		if _, over := exceeds(e.qs.allocated.Add(e.qs.wants[e.at]), e.qs.q.Capability); over {
-			continue
-		}
 		if !c.tryGang(e.g, e.qs, e.at) {
 			continue
 		}

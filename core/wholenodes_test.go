@@ -53,7 +53,8 @@ func TestWholeNodesFirst(t *testing.T) {
 			s.Queues[1].StrictOrder = true
 			s.Gangs = append(s.Gangs, MakeGang("head").Queue("b").Members(2, GPUs(8)).Arrival(-1).Estimate(1000).Obj())
 		}, on, inTurn},
-		{"queue at capability: not tried", func(s *Snapshot) { s.Queues[1].Capability[gpuDim] = 10 }, on, inTurn},
+		{"queue at capability: its queue's turn says so", func(s *Snapshot) { s.Queues[1].Capability[gpuDim] = 10 }, on, inTurn},
+		{"closed queue: its queue's turn says so", func(s *Snapshot) { s.Queues[1].Closed = true }, on, inTurn},
 		{"fits nowhere: its queue's turn", func(s *Snapshot) { s.Nodes[1].Used[gpuDim] = 1 }, on, inTurn},
 		{"a reservation in the cycle: its queue's turn", func(s *Snapshot) {
 			// huge, of queue c, has waited past ReserveAfter and is
