@@ -36,40 +36,28 @@ bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
 
-declare -A shapes=(
-  [128x4]="--nodes 128 --gpus-per-node 4 --nodes-per-rack 16"
-  [32x16]="--nodes 32 --gpus-per-node 16 --nodes-per-rack 4"
-)
-# run SHAPE TRACE REPORT runs the three policies on TRACE into REPORT.
-run() {
-  local c=(${shapes[$1]} --queue-weights gpu-hours)
-  [[ -s $3 ]] && return 0
-  "$bin" simulate "${c[@]}" --trace "$2" --policy phalanx,fifo-gang,volcano --output json >"$3.tmp" 2>/dev/null
-  mv "$3.tmp" "$3"
-}
-pids=()
-start() {
-  run "$@" &
-  pids+=($!)
-  if ((${#pids[@]} >= 2)); then
-    wait "${pids[0]}"
-    pids=("${pids[@]:1}")
-  fi
-}
+# simulate SHAPE TRACE REPORT (run by xargs, two at a time): the three
+# policies on TRACE, on the nodes of SHAPE, into REPORT.
+simulate='
+  case $1 in
+  128x4) nodes=(--nodes 128 --gpus-per-node 4 --nodes-per-rack 16) ;;
+  32x16) nodes=(--nodes 32 --gpus-per-node 16 --nodes-per-rack 4) ;;
+  esac
+  "$0" simulate "${nodes[@]}" --queue-weights gpu-hours --trace "$2" \
+    --policy phalanx,fifo-gang,volcano --output json >"$3.tmp" 2>/dev/null && mv "$3.tmp" "$3"'
 for shape in 128x4 32x16; do
+  traces=()
   reports=()
   for d in set2 set3 set4 set5; do
     mkdir -p "$out/shapes/$shape/$d"
     for f in "$out/$d"/gen-light-*.csv "$out/$d"/gen-overloaded-*.csv; do
-      report="$out/shapes/$shape/$d/$(basename "$f" .csv).json"
-      start "$shape" "$f" "$report"
-      reports+=("$report")
+      traces+=("$f")
+      reports+=("$out/shapes/$shape/$d/$(basename "$f" .csv).json")
     done
   done
-  for pid in "${pids[@]}"; do
-    wait "$pid"
-  done
-  pids=()
+  for i in "${!reports[@]}"; do
+    [[ -s ${reports[i]} ]] || printf '%s\0%s\0%s\0' "$shape" "${traces[i]}" "${reports[i]}"
+  done | xargs -0 -r -n 3 -P 2 bash -c "$simulate" "$bin"
   args=()
   for f in "${reports[@]}"; do args+=(-phalanx-from "$f"); done
   "$out/targets" -ratios overloaded "${args[@]}" "${reports[@]}" >"$out/targets-shapes-$shape.txt"
