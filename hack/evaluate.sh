@@ -32,7 +32,7 @@
 #      load, 1.0 and overloaded) on 8 nodes x 8 GPUs in one rack, the same
 #      three policies; reports in <out>/small/, verdicts in
 #      <out>/targets-small.txt. No setting was chosen on them.
-#   7. Four more sets of synthetic traces ("A twelfth pass", "A thirteenth
+#   7. Five more sets of synthetic traces ("A twelfth pass", "A thirteenth
 #      pass"), the three policies on each: set 2, seen when the twelfth
 #      pass's rule was chosen (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to
 #      10, overloaded seeds 17 to 26), and set 3, held out until it was
@@ -41,8 +41,10 @@
 #      to 35, 1.0 and 1.6 seeds 16 to 20, overloaded seeds 37 to 46), and
 #      set 5, generated after the thirteenth pass's rule was kept (light
 #      seeds 36 to 45, 1.0 and 1.6 seeds 21 to 25, overloaded seeds 47 to
-#      56); reports in <out>/set2/ to <out>/set5/, verdicts in
-#      <out>/targets-set2.txt to <out>/targets-set5.txt.
+#      56), and set 6, generated after the fourteenth pass's rule was kept
+#      (light seeds 46 to 55, 1.0 and 1.6 seeds 26 to 30, overloaded seeds
+#      57 to 66); reports in <out>/set2/ to <out>/set6/, verdicts in
+#      <out>/targets-set2.txt to <out>/targets-set6.txt.
 #   8. The verdicts: hack/targets reads the JSON reports of the runs of the
 #      three policies (Philly's and the synthetic ones) and writes their
 #      tables, then judges them against the page's targets, into
@@ -62,13 +64,14 @@
 # on a fresh machine, beside fuzzing and the test suite at first); 1,293 s
 # with sets 2 to 4 (2026-11-30, alone); 1,927 s with set 5 (2026-11-30,
 # beside other simulations for a third of it); 1,474 s after issue 13's
-# fourteenth pass (2026-11-30, beside a few short simulations).
+# fourteenth pass (2026-11-30, beside a few short simulations); 1,824 s with
+# set 6 (2026-11-30, at 3bb48bf, beside short runs of hack/evaluate-shapes.sh).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
-mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3" "$out/set4" "$out/set5"
+mkdir -p "$out" "$out/once-due" "$out/validation" "$out/validation/once-due" "$out/small" "$out/set2" "$out/set3" "$out/set4" "$out/set5" "$out/set6"
 out=$(cd "$out" && pwd)
 bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
@@ -164,6 +167,8 @@ set4=()
 more set4/ "$(seq -s ' ' 26 35)" "$(seq -s ' ' 16 20)" "$(seq -s ' ' 37 46)" "$(seq -s ' ' 16 20)" set4
 set5=()
 more set5/ "$(seq -s ' ' 36 45)" "$(seq -s ' ' 21 25)" "$(seq -s ' ' 47 56)" "$(seq -s ' ' 21 25)" set5
+set6=()
+more set6/ "$(seq -s ' ' 46 55)" "$(seq -s ' ' 26 30)" "$(seq -s ' ' 57 66)" "$(seq -s ' ' 26 30)" set6
 small=()
 for load in light 1.0 overloaded; do
   for seed in 1 2 3; do
@@ -186,7 +191,7 @@ for pid in "${pids[@]}"; do
   wait "$pid"
 done
 # The runs of the three policies and of phalanx once due wrote JSON.
-for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}" "${set4[@]}" "${set5[@]}"; do
+for f in "${reports[@]}" "${onceDue[@]}" "${validation[@]}" "${vOnceDue[@]}" "${small[@]}" "${set2[@]}" "${set3[@]}" "${set4[@]}" "${set5[@]}" "${set6[@]}"; do
   mv "$out/$f.txt" "$out/$f.json"
 done
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
@@ -210,11 +215,12 @@ judge targets-set2 overloaded set2 set2
 judge targets-set3 overloaded set3 set3
 judge targets-set4 overloaded set4 set4
 judge targets-set5 overloaded set5 set5
+judge targets-set6 overloaded set6 set6
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3 targets-set4 targets-set5; do
+for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3 targets-set4 targets-set5 targets-set6; do
   echo "== $f"
   cat "$out/$f.txt"
 done
