@@ -14,15 +14,14 @@ import (
 //     its deserved share (fairshare.go). Then, with Config.ReserveAfter,
 //     reserve nodes for the gangs that have waited too long (reserve.go).
 //  2. Visit gangs in policy order: under FairShare, first the gangs that
-//     hold some members but not their minimum, then, with
+//     hold some members but not their minimum; then, with
 //     Config.ReserveAfter, in a cycle that holds no reservation, the gangs
-//     that ask a whole node's accelerators or more
-//     (wholenodes.go; one that does not fit waits for its queue's turn),
-//     then pop the queue with the
+//     that ask a whole node's accelerators or more (wholenodes.go; one that
+//     does not fit waits for its queue's turn); then pop the queue with the
 //     lowest share and take its next gang by priority then arrival (or
-//     estimate then arrival, with Config.ShortestFirst); under
-//     StrictFIFO, take gangs by arrival across the cluster and stop at the
-//     first that does not fit.
+//     estimate then arrival, with Config.ShortestFirst). Under StrictFIFO,
+//     take gangs by arrival across the cluster and stop at the first that
+//     does not fit.
 //  3. Place each gang's minimum in one transaction (place.go): every member
 //     needed to reach MinMember gets a node, or the transaction is rolled back
 //     and nothing is held for the gang. With a topology, the minimum tries
