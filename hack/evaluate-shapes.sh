@@ -37,14 +37,13 @@ bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
 
 # simulate SHAPE TRACE REPORT (run by xargs, two at a time): the three
-# policies on TRACE, on the nodes of SHAPE, into REPORT.
+# policies on TRACE, on the nodes of SHAPE (NODESxGPUS, in racks of 64 GPUs),
+# into REPORT.
 simulate='
-  case $1 in
-  128x4) nodes=(--nodes 128 --gpus-per-node 4 --nodes-per-rack 16) ;;
-  32x16) nodes=(--nodes 32 --gpus-per-node 16 --nodes-per-rack 4) ;;
-  esac
-  "$0" simulate "${nodes[@]}" --queue-weights gpu-hours --trace "$2" \
-    --policy phalanx,fifo-gang,volcano --output json >"$3.tmp" 2>/dev/null && mv "$3.tmp" "$3"'
+  gpus=${1#*x}
+  "$0" simulate --nodes "${1%x*}" --gpus-per-node "$gpus" --nodes-per-rack $((64 / gpus)) \
+    --queue-weights gpu-hours --trace "$2" --policy phalanx,fifo-gang,volcano --output json \
+    >"$3.tmp" 2>/dev/null && mv "$3.tmp" "$3"'
 for shape in 128x4 32x16; do
   traces=()
   reports=()
