@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Reproduces docs/evaluation.md, "Other node shapes": the light and
-# overloaded traces of sets 2 to 5 of hack/evaluate.sh (80 traces, 512 GPUs
-# each) on the same 512 GPUs cut into other nodes, with the three policies
-# and phalanx's defaults:
+# Reproduces docs/evaluation.md, "Other node shapes": the traces of sets 2
+# to 5 of hack/evaluate.sh (120 traces, 512 GPUs each: light, load 1.0,
+# overloaded and load 1.6) on the same 512 GPUs cut into other nodes, with
+# the three policies and phalanx's defaults:
 #
 #   128 nodes x 4 GPUs in racks of 16, and 32 nodes x 16 GPUs in racks of 4
 #   (64 GPUs a rack, as on 64 x 8 in racks of 8).
@@ -19,8 +19,9 @@
 # resumes where it stopped (remove <out>/shapes to start afresh after
 # changing phalanx).
 #
-# It took about 21 minutes on 2 cores (2026-11-30, beside
-# hack/evaluate-estimates.sh).
+# It took about 35 minutes on 2 cores (2026-11-30: 21 for the light and
+# overloaded traces beside hack/evaluate-estimates.sh, 13 for loads 1.0
+# and 1.6).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,7 +50,7 @@ for shape in 128x4 32x16; do
   reports=()
   for d in set2 set3 set4 set5; do
     mkdir -p "$out/shapes/$shape/$d"
-    for f in "$out/$d"/gen-light-*.csv "$out/$d"/gen-overloaded-*.csv; do
+    for f in "$out/$d"/gen-light-*.csv "$out/$d"/gen-1.0-*.csv "$out/$d"/gen-overloaded-*.csv "$out/$d"/gen-1.6-*.csv; do
       traces+=("$f")
       reports+=("$out/shapes/$shape/$d/$(basename "$f" .csv).json")
     done
