@@ -10,6 +10,7 @@
 //	  reserveAfterBacklog: true
 //	  reserveAhead: 48h
 //	  reservations: 4
+//	  reserveByWork: 24h
 //	  shortestFirst: true
 //	  preemption: true
 //	  reclaimAfter: 0s
@@ -74,6 +75,13 @@ const (
 	// gangs keep from the waiting work (docs/evaluation.md, "A ninth
 	// pass" and "A tenth pass").
 	DefaultReservations = 4
+	// DefaultReserveByWork: the gangs in line for a reservation go by
+	// arrival moved back by eight times the time their work would take the
+	// whole cluster, by at most this long, so that under overload a gang of
+	// one or two nodes passes the biggest gangs that arrived a little before
+	// it, and none is passed by a gang that arrived more than a day after it
+	// (docs/evaluation.md, "A fifteenth pass").
+	DefaultReserveByWork = 24 * time.Hour
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by
 	// another queue (docs/evaluation.md says how reclaim's was chosen). A
@@ -120,6 +128,10 @@ type Scheduling struct {
 	// Reservations: how many gangs may hold reservations at once
 	// (--reservations).
 	Reservations *int `json:"reservations,omitempty"`
+	// ReserveByWork: the most a gang's work (its GPUs times its estimate)
+	// moves it back in line for a reservation (--reserve-by-work); 0: by
+	// arrival.
+	ReserveByWork *Duration `json:"reserveByWork,omitempty"`
 	// ShortestFirst: within a queue and priority, shorter estimated run
 	// times first (--shortest-first).
 	ShortestFirst *bool `json:"shortestFirst,omitempty"`
@@ -297,6 +309,7 @@ func (c *Configuration) FlagValues(command string) []FlagValue {
 	boolean("reserve-after-backlog", "scheduling.reserveAfterBacklog", s.ReserveAfterBacklog)
 	dur("reserve-ahead", "scheduling.reserveAhead", s.ReserveAhead)
 	integer("reservations", "scheduling.reservations", s.Reservations)
+	dur("reserve-by-work", "scheduling.reserveByWork", s.ReserveByWork)
 	boolean("shortest-first", "scheduling.shortestFirst", s.ShortestFirst)
 	boolean("preemption", "scheduling.preemption", s.Preemption)
 	dur("reclaim-after", "scheduling.reclaimAfter", s.ReclaimAfter)

@@ -15,7 +15,8 @@ import (
 // that deserve a reservation: among the gangs that have waited at least that
 // long and are not yet placed, and the heads of StrictOrder queues whatever
 // their wait, the first Config.Reservations: gangs holding some members but
-// not their minimum first, then by priority then arrival. For
+// not their minimum first, then by priority then arrival (moved back by
+// their work with Config.ReserveByWork, below). For
 // each, it finds the earliest time T at which the gang's minimum fits,
 // counting on the running members' releases (Snapshot.Releases) in order of
 // their expected end, and where it would be placed at T. The nodes of that
@@ -76,6 +77,20 @@ import (
 // reservations made for them at once kept long gangs off their nodes for
 // nothing; a lightly loaded cluster's big gangs waited longer for it
 // (docs/evaluation.md, "A twelfth pass").
+//
+// With Config.ReserveByWork, the candidates of equal priority take their
+// turn by their arrival moved back by their work: workWeight times the time
+// all the schedulable accelerators would take to run what the gang asks of
+// them for its estimate, by at most ReserveByWork. Under overload more
+// gangs are in line than there are reservations, and in arrival order the
+// gangs of one or two nodes that run for hours, which need whole nodes,
+// wait behind the biggest gangs that arrived before them while whole nodes
+// free only through reservations; a gang's key lets it pass those that
+// arrived a little before it and ask more, and the bound keeps every gang
+// from being passed by one that arrived more than ReserveByWork after it.
+// Without the bound the biggest gangs were passed by days, and the longest
+// waits grew by up to two thirds (docs/evaluation.md, "An eleventh pass" and
+// "A fifteenth pass"). Gangs without an estimate keep their arrival.
 //
 // Reservations are computed afresh every cycle from the snapshot, so they
 // follow what actually happens: a job that ends early brings T forward, one
@@ -148,17 +163,18 @@ func (c *cycle) reserve(schedulable Vector) {
 				continue
 			}
 			var due int64 // when g is due, if its reservation may start no sooner
+			key := g.Arrival + c.workDelay(g, qs.wants[i], qs.q.WorkFactor, schedulable)
 			if !isHead {
 				due = g.Arrival + wait
 				if from := max(due-ahead, g.Arrival+floor); c.now < from {
-					waiting = append(waiting, waiter{g, from})
+					waiting = append(waiting, waiter{g, from, key})
 					continue
 				}
 			}
 			if _, over := exceeds(qs.allocated.Add(qs.wants[i]), qs.q.Capability); over {
 				continue // its queue would not let it run: reserving would only idle nodes
 			}
-			cands = append(cands, candidate{g, due})
+			cands = append(cands, candidate{g, due, key})
 		}
 	}
 	if len(cands) == 0 {
@@ -183,14 +199,15 @@ func (c *cycle) reserve(schedulable Vector) {
 			fs.release(&c.sched.futures)
 		}
 	}()
-	var cand *Gang // the last candidate taken
+	var last *candidate // the last candidate taken
 	for len(cands) > 0 {
 		if len(c.resvs) == limit || tries == reserveTries*limit {
 			break
 		}
 		var next candidate
 		next, cands = popCand(cands)
-		cand = next.g
+		last = &next
+		cand := next.g
 		rel := releases
 		if c.queues[cand.Queue].share > 1 {
 			if ownRoom == nil {
@@ -252,9 +269,36 @@ func (c *cycle) reserve(schedulable Vector) {
 		}
 	}
 	if len(c.resvs) < limit && tries < reserveTries*limit {
-		cand = nil // a candidate after the last would have been taken too
+		last = nil // a candidate after the last would have been taken too
 	}
-	c.waitersChange(waiting, cand)
+	c.waitersChange(waiting, last)
+}
+
+// workWeight is how many times the time its work would take the whole
+// cluster a gang's place in line for a reservation moves back
+// (Config.ReserveByWork): chosen among 1 to 32 on the traces of
+// docs/evaluation.md ("An eleventh pass").
+const workWeight = 8
+
+// workDelay is how far back g's work moves its place in line for a
+// reservation: workWeight times the seconds the schedulable accelerators
+// (CPU on a cluster without them) would take to run what g asks of them
+// for its estimate (as the backlog counts it, with its queue's WorkFactor
+// wf), at most Config.ReserveByWork; 0 without an estimate.
+func (c *cycle) workDelay(g *Gang, want Vector, wf float64, schedulable Vector) int64 {
+	limit := c.cfg.ReserveByWork
+	if limit <= 0 || g.Estimate <= 0 {
+		return 0
+	}
+	dim := c.x.gpu
+	if dim < 0 {
+		dim = CPU
+	}
+	if schedulable[dim] <= 0 {
+		return limit
+	}
+	d := workWeight * workOf(g, want[dim], wf) / float64(schedulable[dim])
+	return int64(min(d, float64(limit)))
 }
 
 // noteOverShare records that g, a reservation candidate, got none because its
@@ -376,13 +420,23 @@ func (c *cycle) freeSteps(dim int, dst []freeStep) []freeStep {
 // of is g's part of the backlog; want is what g needs (queueState.wants),
 // wf its queue's WorkFactor.
 func (b *backlog) of(g *Gang, want Vector, wf float64) float64 {
-	if g.Bound >= g.MinMember || g.Estimate <= 0 {
+	if g.Bound >= g.MinMember {
+		return 0
+	}
+	return workOf(g, want[b.dim], wf)
+}
+
+// workOf is what g, asking amount of a resource, asks of it for its
+// estimate: amount times the estimate, times the queue's WorkFactor wf when
+// the estimate was declared; 0 without an estimate.
+func workOf(g *Gang, amount int64, wf float64) float64 {
+	if g.Estimate <= 0 {
 		return 0
 	}
 	if !g.EstimateDeclared || !(wf > 0) || math.IsInf(wf, 0) {
 		wf = 1
 	}
-	return float64(want[b.dim]) * float64(g.Estimate) * wf
+	return float64(amount) * float64(g.Estimate) * wf
 }
 
 // without returns how long, in seconds, g waits before it is due by the
@@ -423,8 +477,9 @@ func (b *backlog) wait(work float64) int64 {
 // waiter is a gang that is not a reservation candidate only for want of
 // waiting: it becomes one at at.
 type waiter struct {
-	g  *Gang
-	at int64
+	g   *Gang
+	at  int64
+	key int64 // its place in line, as candidate.key
 }
 
 // waitersChange records when the reservations may change as waiting gangs
@@ -432,9 +487,9 @@ type waiter struct {
 // only the first few are, so a new one changes what is taken only if it
 // comes before last, the last taken when no more would have been; any new
 // one does when last is nil.
-func (c *cycle) waitersChange(waiting []waiter, last *Gang) {
+func (c *cycle) waitersChange(waiting []waiter, last *candidate) {
 	for _, w := range waiting {
-		if last == nil || candBefore(w.g, last) {
+		if last == nil || candBefore(candidate{w.g, 0, w.key}, *last) {
 			c.changesAt(w.at)
 		}
 	}
@@ -509,20 +564,31 @@ func releasesPassed(snap *Snapshot, now int64) bool {
 	return false
 }
 
-// candBefore is the order of reservation candidates: partialFirst(gangBefore).
-func candBefore(a, b *Gang) bool {
-	if pa, pb := partial(a), partial(b); pa != pb {
+// candBefore is the order of reservation candidates: gangs holding some
+// members but not their minimum first, then higher priority, then the
+// earlier key (arrival, moved back by work with Config.ReserveByWork), then
+// earlier arrival, then ID.
+func candBefore(a, b candidate) bool {
+	if pa, pb := partial(a.g), partial(b.g); pa != pb {
 		return pa
 	}
-	return gangBefore(a, b)
+	if a.g.Priority != b.g.Priority {
+		return a.g.Priority > b.g.Priority
+	}
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return arrivedBefore(a.g, b.g)
 }
 
 // candidate is a gang that may get a reservation in this cycle; due, when
 // > 0, is when it is due, before which its reservation does not start
-// (Config.ReserveAhead).
+// (Config.ReserveAhead); key is its place in line: its arrival plus
+// workDelay.
 type candidate struct {
 	g   *Gang
 	due int64
+	key int64
 }
 
 // heapifyCands makes h a heap by candBefore, the first candidate on top.
@@ -550,10 +616,10 @@ func siftCand(h []candidate, i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(h) && candBefore(h[r].g, h[l].g) {
+		if r := l + 1; r < len(h) && candBefore(h[r], h[l]) {
 			m = r
 		}
-		if !candBefore(h[m].g, h[i].g) {
+		if !candBefore(h[m], h[i]) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]

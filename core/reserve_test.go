@@ -737,3 +737,47 @@ func TestBacklogWait(t *testing.T) {
 		t.Errorf("with room from 50 s, wait = %d, want 150", got)
 	}
 }
+
+// With ReserveByWork the gangs in line for a reservation go by arrival
+// moved back by workWeight times the time their work would take the
+// cluster, by at most ReserveByWork. One node of 8 GPUs is busy until
+// t=1000; big (8 GPUs for 10 hours, the whole cluster: 80 hours by weight,
+// a day by the bound) arrived at 0, small (4 GPUs for an hour: 4 hours by
+// weight) after it. There is one reservation.
+func TestReserveByWork(t *testing.T) {
+	snap := func(smallArrival int64) *Snapshot {
+		s := MakeSnapshot().Nodes(MakeNode("a").GPUs(8).UsedGPUs(8)).Gangs(
+			MakeGang("big").Members(1, GPUs(8)).Arrival(0).Estimate(36000),
+			MakeGang("small").Members(1, GPUs(4)).Arrival(smallArrival).Estimate(3600),
+		).Obj()
+		s.Releases = []Release{{Node: 0, Amount: Vector{Pods: 1, gpuDim: 8}, At: 1000}}
+		return s
+	}
+	cases := []struct {
+		name         string
+		byWork       int64
+		smallArrival int64
+		reserved     string
+	}{
+		{"by arrival", 0, 100, "big"},
+		// small's place is 100 + 4h, big's 0 + 1 day.
+		{"by work", 86400, 100, "small"},
+		// A bound of 4 hours: big's place is 0 + 4h, ahead of small's.
+		{"by work, a shorter bound", 4 * 3600, 100, "big"},
+		// small arrived more than a day after big: big goes first.
+		{"by work, small a day later", 86400, 86500, "big"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diag := runAt(t, snap(tc.smallArrival), Config{ReserveAfter: 50, Reservations: 1, ReserveByWork: tc.byWork}, tc.smallArrival+100)
+			for _, g := range []string{"big", "small"} {
+				if _, ok := reservationStart(diag, g); ok != (g == tc.reserved) {
+					t.Errorf("%s reserved for: %v, want only %s", g, ok, tc.reserved)
+				}
+			}
+		})
+	}
+	if _, err := New(Config{ReserveByWork: -1}); err == nil {
+		t.Error("a negative ReserveByWork is accepted")
+	}
+}

@@ -49,6 +49,14 @@ type Config struct {
 	// later one is computed as if the earlier ones ran as estimated, so
 	// they never claim the same room at the same time.
 	Reservations int
+	// ReserveByWork, in seconds, orders the reservation candidates of equal
+	// priority by arrival moved back by workWeight times the time their work
+	// (accelerators asked times Estimate) would take all the schedulable
+	// accelerators, by at most ReserveByWork: among the gangs in line for a
+	// reservation, one that asks less of the cluster passes those that
+	// arrived a little before it, never one that arrived more than
+	// ReserveByWork before it (reserve.go). 0 takes them by arrival.
+	ReserveByWork int64
 	// ShortestFirst orders gangs of equal priority within a queue by their
 	// Estimate, shortest first, then by arrival; gangs without an estimate
 	// come after those with one, and gangs holding some members but not
@@ -142,6 +150,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if cfg.ReserveAhead < 0 {
 		return nil, fmt.Errorf("core: reserve-ahead %d is negative", cfg.ReserveAhead)
+	}
+	if cfg.ReserveByWork < 0 {
+		return nil, fmt.Errorf("core: reserve-by-work %d is negative", cfg.ReserveByWork)
 	}
 	if cfg.ReclaimAfter < 0 {
 		return nil, fmt.Errorf("core: reclaim-after %d is negative", cfg.ReclaimAfter)

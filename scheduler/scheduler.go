@@ -63,6 +63,10 @@ type Options struct {
 	// Reservations is how many waiting gangs may hold reservations at once;
 	// 0 means 1.
 	Reservations int
+	// ReserveByWork is the most a gang's work moves it back in line for a
+	// reservation (core.Config.ReserveByWork); 0: by arrival. Whole
+	// seconds; a fraction rounds up.
+	ReserveByWork time.Duration
 	// ShortestFirst orders the gangs of equal priority within a queue by
 	// their estimated run time, shortest first; gangs without an estimate
 	// come last. Off, they go by creation time.
@@ -168,6 +172,7 @@ func (o *Options) Validate() error {
 	}{
 		{"--reserve-after", o.ReserveAfter},
 		{"--reserve-ahead", o.ReserveAhead},
+		{"--reserve-by-work", o.ReserveByWork},
 		{"--preemption-grace-period", o.PreemptionGracePeriod},
 		{"--hold-failed-member", o.HoldFailedMember},
 		{"--partial-gang-timeout", o.PartialGangTimeout},
@@ -291,7 +296,7 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 	c, err := core.New(core.Config{GPU: opts.GPU, ReserveAfter: reserveAfter, Topology: opts.Topology, Preemption: opts.Preemption,
 		ReclaimAfter: int64(opts.ReclaimAfter / time.Second), ReclaimYoungerOnly: opts.ReclaimYoungerOnly,
 		PreemptMinRuntime: seconds(opts.PreemptMinRuntime), ReclaimMinRuntime: seconds(opts.ReclaimMinRuntime),
-		WeighLoss: opts.WeighLoss, ReserveAfterBacklog: opts.ReserveAfterBacklog, ReserveAhead: seconds(opts.ReserveAhead), Reservations: opts.Reservations, ShortestFirst: opts.ShortestFirst})
+		WeighLoss: opts.WeighLoss, ReserveAfterBacklog: opts.ReserveAfterBacklog, ReserveAhead: seconds(opts.ReserveAhead), Reservations: opts.Reservations, ReserveByWork: seconds(opts.ReserveByWork), ShortestFirst: opts.ShortestFirst})
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}

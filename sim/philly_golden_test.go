@@ -65,10 +65,11 @@ func TestPhillyFiguresGolden(t *testing.T) {
 // oldDefaults are the phalanx policy's defaults when phillyGolden was
 // written: reservations after a fixed 1h (the backlog came later), for two
 // gangs at once and only once a gang is due, no minimum run time before a
-// gang is preempted or reclaimed, and evictions not weighed against what
-// they gain. The golden file checks that the simulator's speed-ups changed
-// nothing, so it runs them.
-var oldDefaults = Options{ReserveAfter: 3600, FixedReserveAfter: true, ReserveAhead: -1, Reservations: 2, PreemptMinRuntime: -1, ReclaimMinRuntime: -1, NoWeighLoss: true}
+// gang is preempted or reclaimed, evictions not weighed against what they
+// gain, and the gangs in line for a reservation by arrival alone. The golden
+// file checks that the simulator's speed-ups changed nothing, so it runs
+// them.
+var oldDefaults = Options{ReserveAfter: 3600, FixedReserveAfter: true, ReserveAhead: -1, Reservations: 2, ReserveByWork: -1, PreemptMinRuntime: -1, ReclaimMinRuntime: -1, NoWeighLoss: true}
 
 // goldenNulls are the keys for which the golden file, written when a figure
 // over no sample was 0, has 0 where Metrics now has null.

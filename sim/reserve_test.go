@@ -10,14 +10,17 @@ import (
 // a stream of small jobs never leaves the node free whole: without
 // reservations the big job waits for the stream to end; with them it starts
 // as soon as the job running when its reservation was made ends, and
-// sooner when the node is reserved ahead of a fixed threshold.
+// sooner when the node is reserved ahead of a fixed threshold. The gangs
+// in line for a reservation go by arrival here (ReserveByWork < 0): on one
+// node every small job asks half the cluster, and by work they would pass
+// big (core.TestReserveByWork tests that order).
 func TestReservationStopsStarvation(t *testing.T) {
 	w, err := workload.ReadScenarioFile("testdata/golden/reservation.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	big := func(reserveAfter, ahead int64, fixed bool) JobOutcome {
-		r, err := Run(w, PolicyPhalanx, Options{ReserveAfter: reserveAfter, ReserveAhead: ahead, FixedReserveAfter: fixed})
+		r, err := Run(w, PolicyPhalanx, Options{ReserveAfter: reserveAfter, ReserveAhead: ahead, FixedReserveAfter: fixed, ReserveByWork: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

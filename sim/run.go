@@ -36,6 +36,10 @@ type Options struct {
 	// Reservations, for the phalanx policy, is how many waiting gangs may
 	// hold reservations at once (0: DefaultReservations).
 	Reservations int
+	// ReserveByWork, for the phalanx policy, is the most a gang's work
+	// moves it back in line for a reservation (seconds; 0:
+	// DefaultReserveByWork; < 0: by arrival; core.Config.ReserveByWork).
+	ReserveByWork int64
 	// ArrivalOrder makes the phalanx policy order gangs of equal priority
 	// within a queue by arrival only, rather than shortest estimate first.
 	ArrivalOrder bool
@@ -98,6 +102,9 @@ const (
 	// DefaultReservations is how many gangs the phalanx policy reserves
 	// for at once.
 	DefaultReservations = 4 // config.DefaultReservations
+	// DefaultReserveByWork is the most a gang's work moves it back in line
+	// for a reservation under the phalanx policy.
+	DefaultReserveByWork = 86400 // config.DefaultReserveByWork
 	// DefaultReclaimAfter is the wait after which a gang of the phalanx
 	// policy may reclaim from other queues: none, as the scheduler's
 	// default.
@@ -177,6 +184,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		cfg.WeighLoss = !opt.NoWeighLoss
 		cfg.ReserveAfterBacklog = !opt.FixedReserveAfter
 		cfg.ReserveAhead = orDefault(opt.ReserveAhead, DefaultReserveAhead)
+		cfg.ReserveByWork = orDefault(opt.ReserveByWork, DefaultReserveByWork)
 		if cfg.ReserveAfter > 0 {
 			gopt.wakeAfter = append(gopt.wakeAfter, cfg.ReserveAfter)
 			// When nodes may be reserved ahead of a fixed threshold; with

@@ -63,6 +63,7 @@ type schedulerFlags struct {
 	gpu             string
 	reserveAfter    time.Duration
 	reservations    int
+	reserveByWork   time.Duration
 	shortestFirst   bool
 	topology        labelKeys
 	gpuModelLabel   string
@@ -150,7 +151,10 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"that starts no sooner: until then the nodes take only gangs expected to end by then. 0: only once it is due.\n"+
 			"With the backlog, never before the gang has waited --reserve-after")
 	fs.IntVar(&f.reservations, "reservations", config.DefaultReservations,
-		"how many waiting gangs may hold reservations at once, by priority then longest wait")
+		"how many waiting gangs may hold reservations at once, by priority then longest wait, moved back by work (--reserve-by-work)")
+	fs.DurationVar(&f.reserveByWork, "reserve-by-work", config.DefaultReserveByWork,
+		"the gangs in line for a reservation go by arrival moved back by eight times the time their work (GPUs times\n"+
+			"estimate) would take the whole cluster, by at most this long. 0: by arrival")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
 		"within a queue and priority, start gangs with a shorter estimated run time first (gangs without an\n"+
 			"estimate last); reservations keep long gangs from starving. false: by creation time")
@@ -248,7 +252,7 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,
-		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations,
+		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations, ReserveByWork: f.reserveByWork,
 		PartialGangTimeout: f.partialTimeout, ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}
 	if err := opts.Validate(); err != nil {
 		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
@@ -380,6 +384,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 		PreemptMinRuntime: f.preemptMin, ReclaimMinRuntime: f.reclaimMin, WeighLoss: f.weighLoss,
 		CorrectEstimates:    f.correctEst,
 		ReserveAfterBacklog: f.reserveBacklog, ReserveAhead: f.reserveAhead, Reservations: f.reservations, ShortestFirst: f.shortestFirst, PartialGangTimeout: f.partialTimeout,
+		ReserveByWork:  f.reserveByWork,
 		StateNamespace: f.leaseNamespace, StatusKube: status, ElectionKube: election,
 		PodEventQPS: f.podEventQPS, PodEventBurst: f.podEventBurst,
 		ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}, kube, client, metrics, recorder)

@@ -47,6 +47,7 @@ type simulateFlags struct {
 	nodes, gpusPerNode, maxJobs           int
 	nodesPerRack                          int
 	reserveAfter, reserveAhead            time.Duration
+	reserveByWork                         time.Duration
 	reservations                          int
 	preemption, reclaimYoungerOnly        bool
 	shortestFirst                         bool
@@ -61,7 +62,7 @@ type simulateFlags struct {
 
 // simulateFlagOrder is the order in which help lists the flags.
 var simulateFlagOrder = []string{"trace", "scenario", "nodes", "gpus-per-node", "max-jobs", "nodes-per-rack", "queue-weights",
-	"policy", "reserve-after", "reserve-after-backlog", "reserve-ahead", "reservations", "shortest-first", "estimate-error", "correct-estimates", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
+	"policy", "reserve-after", "reserve-after-backlog", "reserve-ahead", "reservations", "reserve-by-work", "shortest-first", "estimate-error", "correct-estimates", "preemption", "reclaim-after", "reclaim-younger-only", "preempt-min-runtime", "reclaim-min-runtime", "weigh-loss", "grace-period", "hold-failed", "hold-failed-member", "forecast-every", "config", "output", "plot", "jobs-out"}
 
 func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx simulate", flag.ContinueOnError)
@@ -82,7 +83,9 @@ func newSimulateFlagSet(f *simulateFlags) *flag.FlagSet {
 		"phalanx reserves nodes for a gang up to `D` before it is due (--reserve-after, the backlog), for a reservation that starts no sooner; "+
 			"until then the nodes take only jobs expected to end by then (0: only once it is due). With the backlog, never before --reserve-after")
 	fs.IntVar(&f.reservations, "reservations", sim.DefaultReservations,
-		"phalanx reserves for up to `N` waiting gangs at once, by priority then longest wait")
+		"phalanx reserves for up to `N` waiting gangs at once, by priority then longest wait, moved back by work (--reserve-by-work)")
+	fs.DurationVar(&f.reserveByWork, "reserve-by-work", sim.DefaultReserveByWork*time.Second,
+		"phalanx takes the gangs in line for a reservation by arrival moved back by eight times the time their work (GPUs x estimate) would take the whole cluster, by at most `D` (0: by arrival)")
 	fs.BoolVar(&f.shortestFirst, "shortest-first", true,
 		"phalanx starts the gangs of a queue shortest estimate first (by arrival when false)")
 	fs.StringVar(&f.estimateError, "estimate-error", "exact",
@@ -202,6 +205,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	}{
 		{"reserve-after", f.reserveAfter, &cfg.opt.ReserveAfter},
 		{"reserve-ahead", f.reserveAhead, &cfg.opt.ReserveAhead},
+		{"reserve-by-work", f.reserveByWork, &cfg.opt.ReserveByWork},
 		{"grace-period", f.gracePeriod, &cfg.opt.GracePeriod},
 		{"hold-failed", f.holdFailed, &cfg.opt.HoldFailed},
 		{"reclaim-after", f.reclaimAfter, &cfg.opt.ReclaimAfter},
