@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -28,10 +29,10 @@ func TestSharedFlagDefaults(t *testing.T) {
 	c := config.Configuration{Scheduling: config.Scheduling{ReserveAfter: d, Reservations: &n, ShortestFirst: all(true),
 		Preemption: all(true), ReclaimAfter: d, ReclaimYoungerOnly: all(true), HoldFailedMember: d,
 		PreemptMinRuntime: d, ReclaimMinRuntime: d, WeighLoss: all(true), ReserveAfterBacklog: all(true),
-		CorrectEstimates: all(true)}}
+		CorrectEstimates: all(true), ReserveAhead: d, ReserveByWork: d}}
 	shared := c.FlagValues("simulate")
-	if len(shared) != 12 {
-		t.Fatalf("%d shared settings listed, want the 12 of Scheduling", len(shared))
+	if want := reflect.TypeOf(c.Scheduling).NumField(); len(shared) != want {
+		t.Fatalf("%d shared settings listed, want the %d of Scheduling (each set above)", len(shared), want)
 	}
 	for _, v := range shared {
 		a, b := sched.Lookup(v.Flag), simu.Lookup(v.Flag)
@@ -57,6 +58,7 @@ func TestSimulatorDefaults(t *testing.T) {
 		{"preempt-min-runtime", sim.DefaultPreemptMinRuntime * time.Second, config.DefaultPreemptMinRuntime},
 		{"reclaim-min-runtime", sim.DefaultReclaimMinRuntime * time.Second, config.DefaultReclaimMinRuntime},
 		{"reserve-ahead", sim.DefaultReserveAhead * time.Second, config.DefaultReserveAhead},
+		{"reserve-by-work", sim.DefaultReserveByWork * time.Second, config.DefaultReserveByWork},
 	} {
 		if c.sim != c.conf {
 			t.Errorf("%s: sim's default %v, the configuration's %v", c.name, c.sim, c.conf)
