@@ -290,10 +290,7 @@ func (c *cycle) workDelay(g *Gang, want Vector, wf float64, schedulable Vector) 
 	if limit <= 0 || g.Estimate <= 0 {
 		return 0
 	}
-	dim := c.x.gpu
-	if dim < 0 {
-		dim = CPU
-	}
+	dim := c.workDim()
 	if schedulable[dim] <= 0 {
 		return limit
 	}
@@ -358,10 +355,7 @@ type freeStep struct{ at, area, rate float64 }
 // backlog sums the cycle's backlog over nodes that have schedulable in all.
 // The queues' gangs must be admitted (runFairShare).
 func (c *cycle) backlog(schedulable Vector) backlog {
-	b := backlog{dim: c.x.gpu}
-	if b.dim < 0 {
-		b.dim = CPU
-	}
+	b := backlog{dim: c.workDim()}
 	for _, qs := range c.order {
 		if qs.q.Closed {
 			continue // its gangs do not run, whatever waits
@@ -424,6 +418,15 @@ func (b *backlog) of(g *Gang, want Vector, wf float64) float64 {
 		return 0
 	}
 	return workOf(g, want[b.dim], wf)
+}
+
+// workDim is the resource in which the backlog and workDelay count work:
+// the accelerator, or CPU on a cluster without one.
+func (c *cycle) workDim() int {
+	if c.x.gpu < 0 {
+		return CPU
+	}
+	return c.x.gpu
 }
 
 // workOf is what g, asking amount of a resource, asks of it for its
