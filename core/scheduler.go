@@ -45,7 +45,8 @@ type Config struct {
 	// reserves for a gang only once it is due.
 	ReserveAhead int64
 	// Reservations is how many waiting gangs may hold reservations in one
-	// cycle, taken by priority then arrival (reserve.go); 0 means 1. Each
+	// cycle, taken by priority then arrival (moved back by work with
+	// ReserveByWork; reserve.go); 0 means 1. Each
 	// later one is computed as if the earlier ones ran as estimated, so
 	// they never claim the same room at the same time.
 	Reservations int
