@@ -234,9 +234,10 @@ func BenchmarkForecast5000Nodes(b *testing.B) {
 // BenchmarkForecast5000NodesDefaults is BenchmarkForecast5000Nodes with the
 // scheduler's reservation defaults: a day and nine tenths of the backlog on
 // what the running members free (a freeSteps in every forecast cycle),
-// reserved up to two days ahead of the backlog's part, four at once.
+// reserved up to two days ahead of the backlog's part, four at once, in
+// line by arrival moved back by their work by at most a day.
 func BenchmarkForecast5000NodesDefaults(b *testing.B) {
-	benchForecast(b, Config{ReserveAfter: 86400, ReserveAfterBacklog: true, ReserveAhead: 2 * 86400, Reservations: 4, ShortestFirst: true}, ForecastOptions{Step: 60})
+	benchForecast(b, Config{ReserveAfter: 86400, ReserveAfterBacklog: true, ReserveAhead: 2 * 86400, Reservations: 4, ShortestFirst: true, ReserveByWork: 86400}, ForecastOptions{Step: 60})
 }
 
 // BenchmarkForecast5000NodesReserveAhead is BenchmarkForecast5000Nodes with

@@ -23,6 +23,7 @@ func TestPreemptionShortcutsPlanAlike(t *testing.T) {
 		{Ordering: FairShare, Preemption: true, WeighLoss: true, ReclaimMinRuntime: 300},
 		{Ordering: FairShare, Preemption: true, WeighLoss: true, ReserveAfter: 600, Reservations: 2, ShortestFirst: true},
 		{Ordering: FairShare, Preemption: true, WeighLoss: true, ReserveAfter: 600, ReserveAfterBacklog: true, Reservations: 2, ShortestFirst: true},
+		{Ordering: FairShare, Preemption: true, WeighLoss: true, ReserveAfter: 600, ReserveAfterBacklog: true, Reservations: 2, ShortestFirst: true, ReserveByWork: 600},
 		{Ordering: FairShare, Preemption: true, WeighLoss: true, Topology: randomTopology},
 		{Ordering: FairShare, Preemption: true},
 	}

@@ -34,6 +34,8 @@ func TestPlanUntil(t *testing.T) {
 			ReclaimMinRuntime: 300, WeighLoss: true},
 		// Thresholds that also wait out the backlog, one per gang.
 		{Ordering: FairShare, ReserveAfter: 300, ReserveAfterBacklog: true, Reservations: 2, ShortestFirst: true},
+		// The line for a reservation by work as well as arrival, bounded.
+		{Ordering: FairShare, ReserveAfter: 300, ReserveAfterBacklog: true, Reservations: 2, ShortestFirst: true, ReserveByWork: 600},
 	}
 	const now = 1500
 	cycles, later, changedAtUntil := 0, 0, 0
