@@ -782,7 +782,7 @@ func TestReserveByWork(t *testing.T) {
 	t.Run("by work, small not yet in line", func(t *testing.T) {
 		cfg := Config{ReserveAfter: 50, Reservations: 1, ReserveByWork: 86400}
 		plan, diag := runAt(t, snap(100), cfg, 120)
-		if _, ok := reservationStart(diag, "big"); !ok {
+		if !hasReservation(diag, "big") {
 			t.Fatalf("big is not reserved for at 120")
 		}
 		if plan.Until > 150 {
