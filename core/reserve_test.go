@@ -782,22 +782,18 @@ func TestReserveByWork(t *testing.T) {
 	t.Run("by work, small not yet in line", func(t *testing.T) {
 		cfg := Config{ReserveAfter: 50, Reservations: 1, ReserveByWork: 86400}
 		plan, diag := runAt(t, snap(100), cfg, 120)
-		if !hasReservation(diag, "big") {
+		if _, ok := reservationStart(diag, "big"); !ok {
 			t.Fatalf("big is not reserved for at 120")
 		}
 		if plan.Until > 150 {
 			t.Errorf("Until = %d, want at most 150, when small is in line", plan.Until)
 		}
-		if _, diag = runAt(t, snap(100), cfg, 150); !hasReservation(diag, "small") {
+		_, diag = runAt(t, snap(100), cfg, 150)
+		if _, ok := reservationStart(diag, "small"); !ok {
 			t.Errorf("small is not reserved for at 150")
 		}
 	})
 	if _, err := New(Config{ReserveByWork: -1}); err == nil {
 		t.Error("a negative ReserveByWork is accepted")
 	}
-}
-
-func hasReservation(diag Diagnostics, gang string) bool {
-	_, ok := reservationStart(diag, gang)
-	return ok
 }
