@@ -65,14 +65,14 @@ const (
 	// no sooner than it is due; until then the nodes take only gangs
 	// expected to end by then. On the Philly trace and the synthetic ones,
 	// two days lowered both the mean completion time and the big gangs'
-	// wait against reserving only once a gang is due (docs/evaluation.md,
+	// wait against reserving only once a gang is due (docs/evaluation-notebook.md,
 	// "An eighth pass"). With the backlog, never before reserveAfter: only
 	// the backlog's part of the threshold is reserved ahead of ("A twelfth
 	// pass").
 	DefaultReserveAhead = 48 * time.Hour
 	// DefaultReservations: how many waiting gangs may hold reservations at
 	// once. Four rather than two once the backlog counted what running
-	// gangs keep from the waiting work (docs/evaluation.md, "A ninth
+	// gangs keep from the waiting work (docs/evaluation-notebook.md, "A ninth
 	// pass" and "A tenth pass").
 	DefaultReservations = 4
 	// DefaultReserveByWork: the gangs in line for a reservation go by
@@ -80,7 +80,7 @@ const (
 	// whole cluster, by at most this long, so that under overload a gang of
 	// one or two nodes passes the biggest gangs that arrived a little before
 	// it, and none is passed by a gang that arrived more than a day after it
-	// (docs/evaluation.md, "A fifteenth pass").
+	// (docs/evaluation-notebook.md, "A fifteenth pass").
 	DefaultReserveByWork = 24 * time.Hour
 	// DefaultPreemptMinRuntime and DefaultReclaimMinRuntime: how long a gang
 	// runs before it may be preempted within its queue, or reclaimed by

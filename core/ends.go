@@ -23,7 +23,7 @@ import "math"
 // endScanLimit nodes where the member fits, so that a cluster of thousands of
 // partly used nodes costs no more than a bounded scan per member.
 //
-// On the synthetic traces of docs/evaluation.md ("A thirteenth pass") this
+// On the synthetic traces of docs/evaluation-notebook.md ("A thirteenth pass") this
 // lowered the mean completion time and the big gangs' wait at once under
 // overload, and left light load about as it was; on the Philly trace it
 // lowered the big gangs' wait and cost the small jobs' (28 minutes of mean

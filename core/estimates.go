@@ -36,7 +36,7 @@ import (
 // by its WorkFactor: the run times of the same gangs over their corrected
 // estimates, in sum. With noise=1 on the evaluation's traces, it brought the
 // big jobs' p99 wait from 1.37 to 1.13 times fifo-gang's
-// (docs/evaluation.md); with right estimates it is 1 and changes nothing.
+// (docs/evaluation-notebook.md); with right estimates it is 1 and changes nothing.
 //
 // The factor follows the median only when the median has moved away from
 // it by more than EstimateFactorBand. Noise around right estimates moves
@@ -52,7 +52,7 @@ const (
 	// EstimateSamples is how many of a queue's latest completed gangs with
 	// a declared estimate the factor reads. Fifty rather than twenty: on
 	// Philly with noisy estimates (noise=0.5) the factors moved a third as
-	// often (docs/evaluation.md).
+	// often (docs/evaluation-notebook.md).
 	EstimateSamples = 50
 	// EstimateSamplesMin is how many it needs before it corrects anything.
 	EstimateSamplesMin = 5
@@ -198,7 +198,7 @@ func correctedPairs(estimates, ran, arrivals []int64, eras FactorEras, f func(es
 // factor would correct them wrongly. Under overload many wait for days, and
 // multiplied by four (padded twice over before, run twice their estimate
 // after) they held the backlog, and with it every reservation, back for a
-// week on the evaluation's traces (docs/evaluation.md, "A team whose habits
+// week on the evaluation's traces (docs/evaluation-notebook.md, "A team whose habits
 // change"). So the factor is kept by era of arrival: when it moves, the
 // latest completions, in order of arrival, are split where the old factor
 // stops explaining their ratios and the new one starts, and the new factor
@@ -227,7 +227,7 @@ type FactorEras []FactorEra
 // shortest estimate first starts the underestimated gangs sooner, so that
 // those that waited longer lean the other way. With twice, the evaluation's
 // traces with noise=0.5 give the figures of a single factor per queue to
-// within a thousandth (docs/evaluation.md, "Factors by era of arrival").
+// within a thousandth (docs/evaluation-notebook.md, "Factors by era of arrival").
 const FactorEraChange = 2
 
 // MaxFactorEras bounds how many eras a queue keeps: beyond, the oldest is

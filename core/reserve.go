@@ -51,7 +51,7 @@ import (
 // A gang that arrived now would wait about that long if gangs ran in arrival
 // order and no gang waited for room: the running gangs' work counts only as
 // far as it keeps the cluster from the waiting work, not a member that ends
-// after the backlog has run (docs/evaluation.md, "A ninth pass" and "A tenth
+// after the backlog has run (docs/evaluation-notebook.md, "A ninth pass" and "A tenth
 // pass"). Under overload, when every gang waits days, a fixed threshold
 // sends every gang past it, small or big, to the few reservations in arrival
 // order, and each drains nodes that the others, placed as they come, would
@@ -67,7 +67,7 @@ import (
 // expected to end by then, besides the reserved gang itself, which may start
 // as soon as it fits. The nodes stop taking long work ahead of time and keep
 // taking short work, gangs of any size among it, rather than draining only
-// once the gang is due. On the traces of docs/evaluation.md ("An eighth
+// once the gang is due. On the traces of docs/evaluation-notebook.md ("An eighth
 // pass") this lowered both the mean completion time and the big gangs' wait
 // under overload; once due, the reservation is what it was without it.
 // With Config.ReserveAfterBacklog, only the backlog's part of the threshold
@@ -76,7 +76,7 @@ import (
 // threshold, most waiting gangs are within ReserveAhead of it, and
 // reservations made for them at once kept long gangs off their nodes for
 // nothing; a lightly loaded cluster's big gangs waited longer for it
-// (docs/evaluation.md, "A twelfth pass").
+// (docs/evaluation-notebook.md, "A twelfth pass").
 //
 // With Config.ReserveByWork, the candidates of equal priority take their
 // turn by their arrival moved back by their work: workWeight times the time
@@ -89,7 +89,7 @@ import (
 // arrived a little before it and ask more, and the bound keeps every gang
 // from being passed by one that arrived more than ReserveByWork after it.
 // Without the bound the biggest gangs were passed by days, and the longest
-// waits grew by up to two thirds (docs/evaluation.md, "An eleventh pass" and
+// waits grew by up to two thirds (docs/evaluation-notebook.md, "An eleventh pass" and
 // "A fifteenth pass"). Gangs without an estimate keep their arrival.
 //
 // Reservations are computed afresh every cycle from the snapshot, so they
@@ -277,7 +277,7 @@ func (c *cycle) reserve(schedulable Vector) {
 // workWeight is how many times the time its work would take the whole
 // cluster a gang's place in line for a reservation moves back
 // (Config.ReserveByWork): chosen among 1 to 32 on the traces of
-// docs/evaluation.md ("An eleventh pass").
+// docs/evaluation-notebook.md ("An eleventh pass").
 const workWeight = 8
 
 // workDelay is how far back g's work moves its place in line for a
@@ -312,7 +312,7 @@ func (c *cycle) noteOverShare(g *Gang) {
 // it is due: a little under all of it, so that a big gang is due a little
 // before arrival order would have started it and its reservation, which
 // drains nodes, is in place about then. On the twenty traces of
-// docs/evaluation.md ("A tenth pass"), 0.9 and 1 met every target on 18 and
+// docs/evaluation-notebook.md ("A tenth pass"), 0.9 and 1 met every target on 18 and
 // 17 of them; 0.85 and 0.95, measured with the share taken of all the
 // waiting work before the gang's own part came off, on 16 and 17.
 const backlogShare = 0.9
@@ -324,7 +324,7 @@ const backlogShare = 0.9
 // σ above about 0.78. Waiting on ends that far off held big gangs back: at
 // σ = 1 the big jobs' p99 wait on Philly was 24d1h counting them, 17d18h
 // before the backlog counted them, and 17d4h with this rule
-// (docs/evaluation.md, "Backfill by how far one in ten overran"). Right
+// (docs/evaluation-notebook.md, "Backfill by how far one in ten overran"). Right
 // estimates, or estimates off by one factor, give 1, and the rule never
 // applies. Of the thresholds run (1.5, 2, e and 4: the same page,
 // "The threshold"), e met every target on the most traces at σ = 0.5

@@ -29,7 +29,7 @@ import "slices"
 // Once reservations are in play, the cluster has a backlog, and the big
 // gangs that waited longest are the reservations' to serve, in arrival
 // order; trying big gangs first there as well left the least-served queue
-// less of its due and preempted more gangs (docs/evaluation.md, "A
+// less of its due and preempted more gangs (docs/evaluation-notebook.md, "A
 // fourteenth pass"). Without reservations at all (ReserveAfter 0, the volcano
 // baseline's configuration) the queues' turns alone decide, as they did.
 

@@ -35,7 +35,7 @@ type Metrics struct {
 	P99WaitBig *float64 `json:"p99_wait_big_s"`
 	// MaxWaitBig is the longest wait of the started jobs of 8 GPUs or
 	// more: what the p99 leaves out, the biggest gangs a policy passes over
-	// for others (docs/evaluation.md, "An eleventh pass").
+	// for others (docs/evaluation-notebook.md, "An eleventh pass").
 	MaxWaitBig     *float64 `json:"max_wait_big_s"`
 	GPUUtilization *float64 `json:"gpu_utilization"`
 	// GPUUtilizationArriving is the utilisation while jobs arrive, from the
