@@ -18,10 +18,12 @@ import (
 // received while running (runs thrown away included), why a job that
 // never started waited, when nodes were first reserved for it (empty if
 // never), and, with --forecast-every, when its start was first forecast
-// and the start forecast then (empty if none). Later columns come last, so
+// and the start forecast then (empty if none), and when that forecast gave
+// nodes to be first reserved for it (empty if never). Later columns come last, so
 // that the columns before keep their places.
 var JobColumns = []string{"input", "policy", "job", "queue", "gpus", "members", "placed", "submit_s", "start_s", "end_s",
-	"duration_s", "state", "wait_s", "jct_s", "preemptions", "gpu_s", "reason", "reserved_s", "forecast_at_s", "forecast_start_s"}
+	"duration_s", "state", "wait_s", "jct_s", "preemptions", "gpu_s", "reason", "reserved_s", "forecast_at_s", "forecast_start_s",
+	"forecast_reserved_s"}
 
 // WriteJobsCSV writes one CSV record per job of every result of every
 // comparison, after a header of JobColumns. Empty cells mean "none".
@@ -50,7 +52,7 @@ func WriteJobsCSV(out io.Writer, cs []Comparison) error {
 				rec := []string{c.Workload.Name, r.Policy, o.ID, o.Queue, itoa(o.GPUs), strconv.Itoa(o.Members), strconv.Itoa(o.Placed),
 					itoa(o.Submit), ifSet(o.Start), ifSet(o.Finish), itoa(o.Duration), string(o.State), wait, jct,
 					strconv.Itoa(o.Preemptions), itoa(o.GPUSeconds), o.Reason, ifSet(o.Reserved),
-					ifSet(o.ForecastAt), ifSet(o.ForecastStart)}
+					ifSet(o.ForecastAt), ifSet(o.ForecastStart), ifSet(o.ForecastReserved)}
 				if err := w.Write(rec); err != nil {
 					return fmt.Errorf("report: %w", err)
 				}

@@ -19,10 +19,10 @@ func TestWriteJobsCSV(t *testing.T) {
 		Jobs: []sim.JobOutcome{
 			{ID: "a", Queue: "q1", GPUs: 2, Submit: 30, Start: 300, Finish: 900, Duration: 600, State: sim.JobCompleted,
 				Placed: 3, Members: 3, GPUSeconds: 1800, Preemptions: 1, Reserved: 120,
-				ForecastAt: 60, ForecastStart: 240},
+				ForecastAt: 60, ForecastStart: 240, ForecastReserved: 180},
 			{ID: "b", Queue: "q2", GPUs: 4, Submit: 60, Start: -1, Finish: -1, Duration: 100, State: sim.JobStuck,
 				Placed: 2, Members: 4, Reason: "2/4 pods placed; 2 pending: no node has 1 nvidia.com/gpu, 4 cpu free", Reserved: -1,
-				ForecastAt: 60, ForecastStart: -1},
+				ForecastAt: 60, ForecastStart: -1, ForecastReserved: -1},
 		},
 	}}}
 	var out bytes.Buffer
@@ -36,9 +36,9 @@ func TestWriteJobsCSV(t *testing.T) {
 	want := [][]string{
 		JobColumns,
 		// wait 300 - 30, jct 900 - 30.
-		{"tiny", "pod-by-pod", "a", "q1", "2", "3", "3", "30", "300", "900", "600", "Completed", "270", "870", "1", "1800", "", "120", "60", "240"},
+		{"tiny", "pod-by-pod", "a", "q1", "2", "3", "3", "30", "300", "900", "600", "Completed", "270", "870", "1", "1800", "", "120", "60", "240", "180"},
 		{"tiny", "pod-by-pod", "b", "q2", "4", "4", "2", "60", "", "", "100", "Stuck", "", "", "0", "0",
-			"2/4 pods placed; 2 pending: no node has 1 nvidia.com/gpu, 4 cpu free", "", "60", ""},
+			"2/4 pods placed; 2 pending: no node has 1 nvidia.com/gpu, 4 cpu free", "", "60", "", ""},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("records (-want +got):\n%s", d)

@@ -108,6 +108,35 @@ func TestForecastOverrunningJob(t *testing.T) {
 	}
 }
 
+// The first forecast also gives when nodes will first be reserved for a
+// gang (a PodGroup's status.expectedReservationTime): big, which waits for
+// x to end, is due for a reservation once it has waited the hour of
+// ReserveAfter, and is forecast so at its arrival; x starts at once and is
+// never reserved for.
+func TestForecastReservation(t *testing.T) {
+	w := newWorkload().
+		pool("gpu", 1, gpus(8), cpu(8)).
+		job("x", at(0), runs(3*3600), task("w", 1, gpus(4))).
+		job("big", at(10), runs(600), task("w", 1, gpus(8))).
+		build()
+	r, err := Run(w, PolicyPhalanx, Options{ForecastEvery: 10, ReserveAfter: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type record struct{ At, Reserved, ForecastReserved, Forecast, First int64 }
+	got := map[string]record{}
+	for _, j := range r.Jobs {
+		got[j.ID] = record{j.ForecastAt, j.Reserved, j.ForecastReserved, j.ForecastStart, j.FirstStart}
+	}
+	want := map[string]record{
+		"x":   {0, -1, -1, 0, 0},
+		"big": {10, 3610, 3610, 3 * 3600, 3 * 3600},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("forecast and actual reservations and starts (-want +got):\n%s", d)
+	}
+}
+
 // forecastRecord is when a job's first forecast was made, the start it
 // gave and the job's first start.
 type forecastRecord struct{ At, Forecast, First int64 }
@@ -155,7 +184,7 @@ func TestForecastChangesNothing(t *testing.T) {
 		if q.ForecastAt >= 0 {
 			forecasts++
 		}
-		q.ForecastAt, q.ForecastStart = -1, -1
+		q.ForecastAt, q.ForecastStart, q.ForecastReserved = -1, -1, -1
 		if p != q {
 			t.Errorf("job %s: %+v without forecasts, %+v with", p.ID, p, q)
 		}

@@ -443,9 +443,12 @@ func (g *gangPolicy) forecast() {
 		if e == nil || e.job.firstStart >= 0 || e.job.fcAt >= 0 {
 			continue
 		}
-		e.job.fcAt, e.job.fcStart = g.s.now, -1
+		e.job.fcAt, e.job.fcStart, e.job.fcReserved = g.s.now, -1, -1
 		if gf.Starts {
 			e.job.fcStart = gf.Start
+		}
+		if gf.Reserves {
+			e.job.fcReserved = gf.Reserved
 		}
 	}
 }

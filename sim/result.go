@@ -182,8 +182,10 @@ type JobOutcome struct {
 	// ForecastAt is when the first forecast of the job's start was made
 	// while it waited for its first start (Options.ForecastEvery), -1 if
 	// none was; ForecastStart is the start that forecast gave, -1 if none
-	// within its horizon.
-	ForecastAt, ForecastStart int64
+	// within its horizon; ForecastReserved is when that forecast gave
+	// nodes to be first reserved for the job's gang (a PodGroup's
+	// status.expectedReservationTime), -1 if never within its horizon.
+	ForecastAt, ForecastStart, ForecastReserved int64
 }
 
 // Sample is one step of a step function of time.

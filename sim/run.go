@@ -277,13 +277,14 @@ func outcomes(s *state, p policy) []JobOutcome {
 			Members: len(j.members),
 			// received is counted ahead to finish: every job still
 			// running at the end has finished by then.
-			Duration:      j.spec.Duration,
-			GPUSeconds:    j.received,
-			Preemptions:   j.preemptions,
-			Reserved:      j.reserved,
-			FirstStart:    j.firstStart,
-			ForecastAt:    j.fcAt,
-			ForecastStart: j.fcStart,
+			Duration:         j.spec.Duration,
+			GPUSeconds:       j.received,
+			Preemptions:      j.preemptions,
+			Reserved:         j.reserved,
+			FirstStart:       j.firstStart,
+			ForecastAt:       j.fcAt,
+			ForecastStart:    j.fcStart,
+			ForecastReserved: j.fcReserved,
 		}
 		switch {
 		case j.done:

@@ -102,8 +102,9 @@ type job struct {
 	firstStart int64
 	// fcAt is when the first forecast of the job's start was made
 	// (Options.ForecastEvery), -1 if none was; fcStart the start it gave,
-	// -1 if none within its horizon.
-	fcAt, fcStart int64
+	// -1 if none within its horizon; fcReserved when it gave nodes to be
+	// first reserved for the job, -1 if never within its horizon.
+	fcAt, fcStart, fcReserved int64
 	// estimate is the run time the job declares, which the scheduler
 	// corrects by its queue's record (state.expected); estEnd is start +
 	// estimate while the job runs, moved by pauses.
@@ -246,7 +247,7 @@ func newState(w *workload.Workload, opt Options) (*state, error) {
 				return nil, fmt.Errorf("sim: job %q: failure of member %d at %d s (restart after %d s) is out of range", spec.ID, f.Member, f.At, f.RestartAfter)
 			}
 		}
-		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1, firstStart: -1, fcAt: -1, fcStart: -1,
+		s.jobs[i] = job{idx: i, spec: spec, queue: q, start: -1, finish: -1, resident: -1, reserved: -1, firstStart: -1, fcAt: -1, fcStart: -1, fcReserved: -1,
 			estimate: opt.estimateError(spec.Queue, spec.Submit-w.Jobs[0].Submit).estimate(spec.ID, spec.Duration)}
 		if len(spec.Failures) > 0 {
 			s.jobs[i].failed = make([]bool, len(spec.Failures))
