@@ -257,6 +257,9 @@ func (c statusClients) explain(ctx context.Context, out io.Writer, namespace, na
 	}
 	if t := st.ExpectedReservationTime; t != nil {
 		fmt.Fprintf(out, "Nodes expected to be reserved for it: %s: by then it has waited out the reservation threshold, or is within --reserve-ahead of it (with the backlog, once it has waited --reserve-after), and its turn for a reservation has come\n", startText(c.now, t.Time))
+		// docs/evaluation.md, "How close the expected start comes".
+		fmt.Fprintln(out, "  if nothing arrives meanwhile: work that arrives can lengthen the backlog it waits out, or go before it in line, so on a busy "+
+			"cluster its nodes are likely to be reserved later")
 	}
 	if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.PodGroupUnschedulable); cond != nil &&
 		cond.Status == metav1.ConditionTrue && strings.Contains(cond.Message, "reserved for gang") {

@@ -137,6 +137,7 @@ func TestStatusExplain(t *testing.T) {
 		"Phase: Pending (members: 8 pending, 0 running, 0 succeeded, 0 failed)",
 		"Queue position: 1; expected start: 1970-01-01T03:11:40Z (in 25m0s)",
 		"Nodes expected to be reserved for it: 1970-01-01T02:56:40Z (in 10m0s): by then it has waited out the reservation threshold, or is within --reserve-ahead of it (with the backlog, once it has waited --reserve-after), and its turn for a reservation has come",
+		"  if nothing arrives meanwhile: work that arrives can lengthen the backlog it waits out, or go before it in line, so on a busy cluster its nodes are likely to be reserved later",
 		"Unschedulable=True  Unschedulable, for 16m40s: 0/4 nodes can hold a member",
 		"Reserved=True  Reserved, for 8m20s: expected to start in 25m0s",
 		"16m40s ago  Warning  Unschedulable  gang big waits",
