@@ -135,9 +135,11 @@ func TestMetricRows(t *testing.T) {
 	}
 	// Four forecast rows show two fields each: the period and the
 	// horizon, the gangs given a start and those started, the p50 and the
-	// p90 error, the shares within an hour and within a quarter; one shows
-	// three: the big jobs started and their two shares.
-	const extraForecastFields = 4 + 2
+	// p90 error, the shares within an hour and within a quarter; three
+	// show three: the big jobs started and their two shares, the jobs
+	// reserved for, given a reservation time and reserved since, and the
+	// reservations' mean error and two shares.
+	const extraForecastFields = 4 + 3*2
 	if n, rows := reflect.TypeOf(sim.ForecastMetrics{}).NumField(), len(forecastRows)+extraForecastFields; n != rows {
 		t.Errorf("sim.ForecastMetrics has %d fields but the table shows %d", n, rows)
 	}
@@ -161,7 +163,9 @@ func TestMetricRows(t *testing.T) {
 			c.Results[0].Metrics.Forecast = &sim.ForecastMetrics{Every: 3600, Horizon: 7 * 86400, Gangs: 3, WithStart: 2, Started: 2,
 				AbsErrorP50: ptr(120.0), AbsErrorP90: ptr(7200.0), MeanError: ptr(3660.0),
 				WithinHour: ptr(0.5), WithinQuarter: ptr(1.0), Later: ptr(0.5), NoStartButStarted: 1,
-				BigStarted: 1, BigWithinHour: ptr(0.0), BigWithinQuarter: ptr(1.0), BigMeanError: ptr(-7200.0)}
+				BigStarted: 1, BigWithinHour: ptr(0.0), BigWithinQuarter: ptr(1.0), BigMeanError: ptr(-7200.0),
+				Reserved: 2, GivenReservation: 1, GivenReserved: 1, ReservationMeanError: ptr(5400.0),
+				ReservationWithinHour: ptr(0.0), ReservationWithinQuarter: ptr(1.0)}
 		}
 		var out bytes.Buffer
 		if err := WriteTable(&out, c); err != nil {
@@ -179,6 +183,8 @@ func TestMetricRows(t *testing.T) {
 			"forecast not to start within the horizon, did 1",
 			"jobs of 8+ GPUs: started; within an hour; within a quarter 1; 0.0%; 100.0%",
 			"jobs of 8+ GPUs: start error, mean -2h",
+			"reserved for (given a reservation time; reserved since) 2 (1; 1)",
+			"reservation error, mean; within an hour; within a quarter +1h30m; 0.0%; 100.0%",
 		} {
 			found := false
 			for _, l := range lines {

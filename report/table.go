@@ -137,6 +137,12 @@ var forecastRows = []metricRow{
 		return count(f.BigStarted) + "; " + share(f.BigWithinHour) + "; " + share(f.BigWithinQuarter)
 	})},
 	{"  jobs of 8+ GPUs: start error, mean", forecastCell(func(f *sim.ForecastMetrics) string { return signed(f.BigMeanError) })},
+	{"  reserved for (given a reservation time; reserved since)", forecastCell(func(f *sim.ForecastMetrics) string {
+		return fmt.Sprintf("%s (%s; %s)", count(f.Reserved), count(f.GivenReservation), count(f.GivenReserved))
+	})},
+	{"  reservation error, mean; within an hour; within a quarter", forecastCell(func(f *sim.ForecastMetrics) string {
+		return signed(f.ReservationMeanError) + "; " + share(f.ReservationWithinHour) + "; " + share(f.ReservationWithinQuarter)
+	})},
 }
 
 // signed renders a time figure with its sign, "+" when positive, "—" when

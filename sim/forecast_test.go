@@ -135,6 +135,15 @@ func TestForecastReservation(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("forecast and actual reservations and starts (-want +got):\n%s", d)
 	}
+	f := r.Metrics.Forecast
+	if f == nil {
+		t.Fatal("no forecast metrics")
+	}
+	// x started in its forecast's cycle and is left out.
+	if f.Gangs != 1 || f.Reserved != 1 || f.GivenReservation != 1 || f.GivenReserved != 1 ||
+		Value(f.ReservationMeanError) != 0 || Value(f.ReservationWithinHour) != 1 || Value(f.ReservationWithinQuarter) != 1 {
+		t.Errorf("forecast metrics %+v: want big alone, reserved for when forecast", *f)
+	}
 }
 
 // forecastRecord is when a job's first forecast was made, the start it
@@ -197,17 +206,23 @@ func TestForecastChangesNothing(t *testing.T) {
 // The big jobs' figures count the jobs of 8 GPUs or more only.
 func TestForecastMetricsBigJobs(t *testing.T) {
 	jobs := []JobOutcome{
-		{ID: "small", GPUs: 1, ForecastAt: 0, ForecastStart: 600, FirstStart: 600},
-		// Two hours late after ten hours of wait: within a quarter.
-		{ID: "big", GPUs: 8, ForecastAt: 0, ForecastStart: 8 * 3600, FirstStart: 10 * 3600},
-		// Not started: in no error figure.
-		{ID: "waiting", GPUs: 16, ForecastAt: 0, ForecastStart: 3600, FirstStart: -1},
+		{ID: "small", GPUs: 1, ForecastAt: 0, ForecastStart: 600, FirstStart: 600, Reserved: -1, ForecastReserved: -1},
+		// Two hours late after ten hours of wait: within a quarter. Its
+		// nodes were reserved two hours later than forecast too, after six
+		// hours: not within a quarter.
+		{ID: "big", GPUs: 8, ForecastAt: 0, ForecastStart: 8 * 3600, FirstStart: 10 * 3600,
+			Reserved: 6 * 3600, ForecastReserved: 4 * 3600},
+		// Not started: in no start error figure. Reserved for, though no
+		// reservation was forecast: counted, in no reservation error figure.
+		{ID: "waiting", GPUs: 16, ForecastAt: 0, ForecastStart: 3600, FirstStart: -1, Reserved: 7200, ForecastReserved: -1},
 	}
 	got := *forecastMetrics(jobs, 3600)
 	want := ForecastMetrics{Every: 3600, Horizon: 7 * 24 * 3600, Gangs: 3, WithStart: 3, Started: 2,
 		AbsErrorP50: figure(0), AbsErrorP90: figure(7200), MeanError: figure(3600),
 		WithinHour: figure(0.5), WithinQuarter: figure(1), Later: figure(0.5),
-		BigStarted: 1, BigWithinHour: figure(0), BigWithinQuarter: figure(1), BigMeanError: figure(7200)}
+		BigStarted: 1, BigWithinHour: figure(0), BigWithinQuarter: figure(1), BigMeanError: figure(7200),
+		Reserved: 2, GivenReservation: 1, GivenReserved: 1, ReservationMeanError: figure(7200),
+		ReservationWithinHour: figure(0), ReservationWithinQuarter: figure(0)}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("forecast metrics (-want +got):\n%s", d)
 	}

@@ -204,13 +204,22 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 // starts (ForecastMetrics).
 func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 	f := &ForecastMetrics{Every: every, Horizon: core.DefaultForecastHorizon}
-	var all, big forecastErrors
+	var all, big, res forecastErrors
 	for i := range jobs {
 		o := &jobs[i]
 		if o.ForecastAt < 0 || (o.FirstStart == o.ForecastAt && o.ForecastStart == o.ForecastAt) {
 			continue
 		}
 		f.Gangs++
+		if o.Reserved >= 0 {
+			f.Reserved++
+		}
+		if o.ForecastReserved >= 0 {
+			f.GivenReservation++
+			if o.Reserved >= 0 {
+				res.add(o.Reserved, o.ForecastReserved, o.ForecastAt)
+			}
+		}
 		if o.ForecastStart < 0 {
 			if o.FirstStart >= 0 && o.FirstStart <= o.ForecastAt+f.Horizon {
 				f.NoStartButStarted++
@@ -221,12 +230,12 @@ func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 		if o.FirstStart < 0 {
 			continue
 		}
-		all.add(o)
+		all.add(o.FirstStart, o.ForecastStart, o.ForecastAt)
 		if o.GPUs >= 8 {
-			big.add(o)
+			big.add(o.FirstStart, o.ForecastStart, o.ForecastAt)
 		}
 	}
-	f.Started, f.BigStarted = all.n, big.n
+	f.Started, f.BigStarted, f.GivenReserved = all.n, big.n, res.n
 	if all.n > 0 {
 		slices.Sort(all.abs)
 		f.AbsErrorP50, f.AbsErrorP90 = percentile(all.abs, 50), percentile(all.abs, 90)
@@ -234,19 +243,21 @@ func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 	}
 	f.WithinHour, f.WithinQuarter, f.MeanError = all.shares()
 	f.BigWithinHour, f.BigWithinQuarter, f.BigMeanError = big.shares()
+	f.ReservationWithinHour, f.ReservationWithinQuarter, f.ReservationMeanError = res.shares()
 	return f
 }
 
-// forecastErrors counts the errors of the forecasts of started jobs and
-// keeps their absolute values.
+// forecastErrors counts the errors of forecasts of a time (a start, a
+// reservation) that came, and keeps their absolute values.
 type forecastErrors struct {
 	n, hour, quarter, later int
 	sum                     float64
 	abs                     []float64
 }
 
-func (e *forecastErrors) add(o *JobOutcome) {
-	d := o.FirstStart - o.ForecastStart
+// add counts a forecast made at at of a time that came at actual.
+func (e *forecastErrors) add(actual, forecast, at int64) {
+	d := actual - forecast
 	a := max(d, -d)
 	e.n++
 	e.sum += float64(d)
@@ -254,7 +265,7 @@ func (e *forecastErrors) add(o *JobOutcome) {
 	if a <= 3600 {
 		e.hour++
 	}
-	if a <= max(60, (o.FirstStart-o.ForecastAt)/4) {
+	if a <= max(60, (actual-at)/4) {
 		e.quarter++
 	}
 	if d > 0 {

@@ -129,6 +129,21 @@ type ForecastMetrics struct {
 	BigWithinHour    *float64 `json:"big_within_1h"`
 	BigWithinQuarter *float64 `json:"big_within_quarter_of_wait"`
 	BigMeanError     *float64 `json:"big_mean_error_s"`
+	// The forecast reservation (JobOutcome.ForecastReserved) weighed the
+	// same way against the first reservation (JobOutcome.Reserved), over
+	// the jobs of Gangs: Reserved counts those reserved for,
+	// GivenReservation those the forecast gave a reservation time, and
+	// GivenReserved those of them reserved for; over GivenReserved,
+	// ReservationMeanError is the mean of the reservation minus the
+	// forecast one, ReservationWithinHour and ReservationWithinQuarter the
+	// shares within an hour either way and within a quarter of the time
+	// from the forecast to the reservation (at least a minute).
+	Reserved                 int      `json:"reserved"`
+	GivenReservation         int      `json:"given_reservation"`
+	GivenReserved            int      `json:"given_reservation_reserved"`
+	ReservationMeanError     *float64 `json:"reservation_mean_error_s"`
+	ReservationWithinHour    *float64 `json:"reservation_within_1h"`
+	ReservationWithinQuarter *float64 `json:"reservation_within_quarter_of_wait"`
 }
 
 // Value returns *f, or NaN for a figure over no sample.
