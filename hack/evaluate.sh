@@ -31,7 +31,10 @@
 #      synthetic traces of 5,000 jobs for 64 GPUs (seeds 1 to 3 at light
 #      load, 1.0 and overloaded) on 8 nodes x 8 GPUs in one rack, the same
 #      three policies; reports in <out>/small/, verdicts in
-#      <out>/targets-small.txt. No setting was chosen on them.
+#      <out>/targets-small.txt. No setting was chosen on them. Their
+#      per-job records (<out>/small/*-jobs.csv) split by arrival
+#      (hack/arrivals: the first nine tenths of the span of arrivals and
+#      the last tenth) in <out>/arrivals-small.txt.
 #   7. Five more sets of synthetic traces ("A twelfth pass", "A thirteenth
 #      pass"), the three policies on each: set 2, seen when the twelfth
 #      pass's rule was chosen (light seeds 6 to 15, 1.0 and 1.6 seeds 6 to
@@ -174,7 +177,7 @@ for load in light 1.0 overloaded; do
   for seed in 1 2 3; do
     name="small/gen-$load-$seed"
     "$bin" gen-trace --seed "$seed" --load "$load" --jobs 5000 --gpus 64 --out "$out/$name.csv"
-    start "$name" --trace "$out/$name.csv" "${policies[@]}" --output json
+    start "$name" --trace "$out/$name.csv" "${policies[@]}" --output json --jobs-out "$out/$name-jobs.csv"
     small+=("$name")
   done
 done
@@ -216,11 +219,15 @@ judge targets-set3 overloaded set3 set3
 judge targets-set4 overloaded set4 set4
 judge targets-set5 overloaded set5 set5
 judge targets-set6 overloaded set6 set6
+"${GO:-go}" -C "$repo" build -o "$out/arrivals" ./hack/arrivals
+smallJobs=()
+for f in "${small[@]}"; do smallJobs+=("$out/$f-jobs.csv"); done
+"$out/arrivals" "${smallJobs[@]}" >"$out/arrivals-small.txt"
 for f in "${names[@]}"; do
   echo "== $f"
   cat "$out/$f.txt"
 done
-for f in targets targets-once-due targets-validation targets-validation-once-due targets-small targets-set2 targets-set3 targets-set4 targets-set5 targets-set6; do
+for f in targets targets-once-due targets-validation targets-validation-once-due targets-small arrivals-small targets-set2 targets-set3 targets-set4 targets-set5 targets-set6; do
   echo "== $f"
   cat "$out/$f.txt"
 done
