@@ -68,7 +68,10 @@
 # with sets 2 to 4 (2026-11-30, alone); 1,927 s with set 5 (2026-11-30,
 # beside other simulations for a third of it); 1,474 s after issue 13's
 # fourteenth pass (2026-11-30, beside a few short simulations); 1,824 s with
-# set 6 (2026-11-30, at 3bb48bf, beside short runs of hack/evaluate-shapes.sh).
+# set 6 (2026-11-30, at 3bb48bf, beside short runs of hack/evaluate-shapes.sh);
+# 1,792 s with the small cluster's per-job records and hack/arrivals
+# (2026-11-30, at 77ce8a6, beside a few short simulations), every verdict as
+# at 3bb48bf.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
