@@ -70,8 +70,8 @@
 # fourteenth pass (2026-11-30, beside a few short simulations); 1,824 s with
 # set 6 (2026-11-30, at 3bb48bf, beside short runs of hack/evaluate-shapes.sh);
 # 1,792 s with the small cluster's per-job records and hack/arrivals
-# (2026-11-30, at 77ce8a6, beside a few short simulations), every verdict as
-# at 3bb48bf.
+# (2026-11-30, at 77ce8a6, beside a few short simulations), with the same
+# verdicts as the run before.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
