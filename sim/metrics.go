@@ -64,11 +64,11 @@ import (
 	"github.com/phalanx-sched/phalanx/workload"
 )
 
-// percentile returns the p-th percentile (0 < p <= 100) of sorted by the
+// Percentile returns the p-th percentile (0 < p <= 100) of sorted by the
 // nearest-rank method: the smallest sample such that at least p% of the
 // samples are less than or equal to it, i.e. sorted[ceil(p*n/100)-1]. It
 // returns nil when there is no sample.
-func percentile(sorted []float64, p int) *float64 {
+func Percentile(sorted []float64, p int) *float64 {
 	n := len(sorted)
 	if n == 0 {
 		return nil
@@ -157,9 +157,9 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 	slices.Sort(jct)
 	slices.Sort(wait)
 	slices.Sort(waitBig)
-	m.MeanJCT, m.P50JCT, m.P99JCT = mean(jct), percentile(jct, 50), percentile(jct, 99)
-	m.MeanWait, m.P99Wait = mean(wait), percentile(wait, 99)
-	m.P99WaitBig, m.MaxWaitBig = percentile(waitBig, 99), percentile(waitBig, 100)
+	m.MeanJCT, m.P50JCT, m.P99JCT = mean(jct), Percentile(jct, 50), Percentile(jct, 99)
+	m.MeanWait, m.P99Wait = mean(wait), Percentile(wait, 99)
+	m.P99WaitBig, m.MaxWaitBig = Percentile(waitBig, 99), Percentile(waitBig, 100)
 
 	horizon := idleHorizon(s, end, last)
 	running := integrate(s.samples, from, horizon, func(x Sample) int64 { return x.Running })
@@ -238,7 +238,7 @@ func forecastMetrics(jobs []JobOutcome, every int64) *ForecastMetrics {
 	f.Started, f.BigStarted, f.GivenReserved = all.n, big.n, res.n
 	if all.n > 0 {
 		slices.Sort(all.abs)
-		f.AbsErrorP50, f.AbsErrorP90 = percentile(all.abs, 50), percentile(all.abs, 90)
+		f.AbsErrorP50, f.AbsErrorP90 = Percentile(all.abs, 50), Percentile(all.abs, 90)
 		f.Later = figure(float64(all.later) / float64(all.n))
 	}
 	f.WithinHour, f.WithinQuarter, f.MeanError = all.shares()

@@ -33,8 +33,8 @@ func TestPercentile(t *testing.T) {
 		{"p1 of 1..100", hundred, 1, 1},
 	}
 	for _, tc := range tests {
-		if got := Value(percentile(tc.sorted, tc.p)); got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
-			t.Errorf("%s: percentile = %v, want %v", tc.name, got, tc.want)
+		if got := Value(Percentile(tc.sorted, tc.p)); got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+			t.Errorf("%s: Percentile = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -11,11 +11,11 @@
 // -split of the span of arrivals (from the first submission to the last)
 // and over those that arrived after:
 //
-//   - the number of jobs, and the mean completion time of those completed;
-//   - the p99 wait of the jobs of 8+ GPUs that started (nearest rank, as
+//   - the mean completion time of the jobs completed;
+//   - the p99 wait of the jobs of 8+ GPUs that started (sim.Percentile, as
 //     `phalanx simulate` computes it);
 //
-// and, over all jobs, the share of the work of the jobs of 8+ GPUs (GPUs
+// and the number of jobs in each part, and, over all jobs, the share of the work of the jobs of 8+ GPUs (GPUs
 // times run time) that started after the last arrival.
 //
 //	go run ./hack/arrivals [-split 0.9] jobs.csv...
@@ -33,6 +33,7 @@ import (
 	"strconv"
 
 	"github.com/phalanx-sched/phalanx/report"
+	"github.com/phalanx-sched/phalanx/sim"
 )
 
 func main() {
@@ -192,11 +193,8 @@ func figures(js []job, keep func(job) bool) part {
 		m := sum / float64(completed)
 		p.meanJCT = &m
 	}
-	if n := len(waits); n > 0 {
-		slices.Sort(waits)
-		rank := min(max(int(math.Ceil(0.99*float64(n))), 1), n)
-		p.p99WaitBig = &waits[rank-1]
-	}
+	slices.Sort(waits)
+	p.p99WaitBig = sim.Percentile(waits, 99)
 	return p
 }
 
