@@ -88,9 +88,12 @@ func (c *cycle) placingEnd(g *Gang) {
 }
 
 // byEnds reports whether the cycle places by ends: it has an accelerator
-// and does not spread, and it is not the scratch cycle of a reservation's
-// search (which places at a later time, on what will be free then).
-func (c *cycle) byEnds() bool { return c.mem != nil && c.x.gpu >= 0 && !c.cfg.Spread }
+// and neither spreads nor packs, and it is not the scratch cycle of a
+// reservation's search (which places at a later time, on what will be free
+// then).
+func (c *cycle) byEnds() bool {
+	return c.mem != nil && c.x.gpu >= 0 && !c.cfg.Spread && !c.cfg.Pack
+}
 
 // freesSoonest returns, among the nodes of buckets from and up where fits
 // holds, the one whose expected free time a member ending at c.end pushes

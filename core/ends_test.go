@@ -80,3 +80,28 @@ func TestPlaceByEndsUntil(t *testing.T) {
 		}
 	}
 }
+
+// Pack (the binpack baseline) places by best fit alone, though the gang has
+// an estimate: the first of the two fullest nodes, where placing by ends
+// takes late and Spread (the least-requested baseline) the empty node.
+func TestPackIgnoresEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"by ends", Config{}, "late"},
+		{"pack", Config{Pack: true}, "soon"},
+		{"spread", Config{Spread: true}, "empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, _ := runAt(t, endsSnapshot(1000, 100, 5000), tc.cfg, 0)
+			if diff := cmp.Diff(map[string][]string{"g": {tc.want}}, nodesOf(plan)); diff != "" {
+				t.Errorf("placement (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := New(Config{Spread: true, Pack: true}); err == nil {
+		t.Error("New accepted Spread and Pack together")
+	}
+}

@@ -82,7 +82,7 @@ func TestCycleInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
 			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology},
-			{Ordering: FairShare, ReserveAfter: 1}, {Ordering: FairShare, Preemption: true}, {Ordering: FairShare, Spread: true},
+			{Ordering: FairShare, ReserveAfter: 1}, {Ordering: FairShare, Preemption: true}, {Ordering: FairShare, Spread: true}, {Ordering: FairShare, Pack: true},
 			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Topology: randomTopology},
 			{Ordering: FairShare, ReserveAfter: 1, Reservations: 3, ShortestFirst: true},
 			{Ordering: FairShare, Preemption: true, ReserveAfter: 1, Reservations: 2, ShortestFirst: true}} {

@@ -75,6 +75,14 @@ type Config struct {
 	// least-requested scoring that kube-scheduler and Volcano use by default,
 	// kept as a baseline. The default (false) is Phalanx's best fit.
 	Spread bool
+	// Pack places each member on the fitting node with the fewest free
+	// accelerators, ignoring when the nodes' members end: the scoring of
+	// Volcano's binpack plugin when it is given the accelerator as a
+	// resource, kept as a baseline. The default (false) is Phalanx's best
+	// fit, which among the nodes that fit prefers those whose members end
+	// about when the placed member would (ends.go). Spread and Pack
+	// exclude each other.
+	Pack bool
 	// Preemption turns on, under FairShare, preemption within a queue by
 	// priority and reclaim across queues by fair share (preempt.go).
 	Preemption bool
@@ -145,6 +153,9 @@ func New(cfg Config) (*Scheduler, error) {
 	case FairShare, StrictFIFO:
 	default:
 		return nil, fmt.Errorf("core: unknown ordering %d", cfg.Ordering)
+	}
+	if cfg.Spread && cfg.Pack {
+		return nil, fmt.Errorf("core: spread and pack exclude each other")
 	}
 	if cfg.Reservations < 0 || cfg.Reservations > MaxReservations {
 		return nil, fmt.Errorf("core: reservations %d is out of range 0 to %d", cfg.Reservations, MaxReservations)

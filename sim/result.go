@@ -11,10 +11,19 @@ const (
 	// queue weight, priority and gangs, without reservation, topology or
 	// preemption (see gangPolicyConfig).
 	PolicyVolcano = "volcano"
+	// PolicyVolcanoBinpack is PolicyVolcano with members packed (the
+	// fitting node with the fewest free accelerators first), as Volcano
+	// places them when its binpack plugin scores the accelerator.
+	PolicyVolcanoBinpack = "volcano-binpack"
 )
 
-// Policies lists every policy in the order reports show them.
+// Policies lists the policies a run compares unless told otherwise, in the
+// order reports show them.
 var Policies = []string{PolicyPhalanx, PolicyPodByPod, PolicyFIFOGang, PolicyVolcano}
+
+// MorePolicies lists the policies a run compares only when they are named:
+// further baselines, shown after Policies.
+var MorePolicies = []string{PolicyVolcanoBinpack}
 
 // Metrics are the figures of one run, as `phalanx simulate --output json`
 // prints them. Times are in seconds. A figure over no sample (a completion

@@ -6,6 +6,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/workload"
@@ -201,7 +202,7 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		gopt.forecastEvery = max(opt.ForecastEvery, 0)
 	case PolicyFIFOGang:
 		cfg.Ordering = core.StrictFIFO
-	case PolicyVolcano:
+	case PolicyVolcano, PolicyVolcanoBinpack:
 		// Volcano's default actions are enqueue, allocate and backfill; its
 		// default plugins give each queue its proportion of the cluster by
 		// weight, order jobs by priority and start a job only when
@@ -214,13 +215,18 @@ func gangPolicyConfig(w *workload.Workload, policy string, opt Options) (core.Co
 		// thing: the score is on accelerators only, its enqueue gate (a job
 		// enters only when the queue's share has room) is not modelled, and
 		// required topology is ignored, as a scheduler that does not know
-		// the requirement would. A cluster configured with the binpack
-		// plugin would pack instead.
-		cfg.Spread = true
+		// the requirement would.
+		//
+		// Its binpack plugin, given the accelerator as a resource
+		// (binpack.resources), scores nodes by how full they would be, and
+		// with enough weight outweighs least-requested: volcano-binpack
+		// packs members instead (core.Config.Pack), the rest as above.
+		cfg.Spread = policy == PolicyVolcano
+		cfg.Pack = policy == PolicyVolcanoBinpack
 		cfg.Topology = nil
 		gopt.ignoreTopology = true
 	default:
-		return cfg, gopt, fmt.Errorf("sim: unknown policy %q (want one of %v)", policy, Policies)
+		return cfg, gopt, fmt.Errorf("sim: unknown policy %q (want one of %v)", policy, slices.Concat(Policies, MorePolicies))
 	}
 	gopt.reserve = cfg.ReserveAfter > 0
 	gopt.preempt = cfg.Preemption

@@ -44,7 +44,7 @@ func TestUsageErrors(t *testing.T) {
 		{"zero nodes", []string{"simulate", "--trace", "x.csv", "--nodes", "0", "--gpus-per-node", "8"}, "must be positive"},
 		{"negative racks", []string{"simulate", "--trace", "x.csv", "--nodes", "4", "--gpus-per-node", "8", "--nodes-per-rack", "-1"}, "--nodes-per-rack not negative"},
 		{"racks without trace", []string{"simulate", "--nodes-per-rack", "4"}, "--nodes-per-rack applies only to --trace"},
-		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang, volcano`},
+		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang, volcano, volcano-binpack`},
 		{"empty policy", []string{"simulate", "--policy", "phalanx,"}, "empty name"},
 		{"policy twice", []string{"simulate", "--policy", "phalanx,phalanx"}, "listed twice"},
 		{"bad output", []string{"simulate", "--output", "yaml"}, `unknown --output "yaml": want table or json`},

@@ -141,6 +141,9 @@ compares the outcomes:
   fifo-gang    gangs start whole, strictly in submission order
   volcano      like Volcano's defaults: gangs, queues share by weight,
                priority; no reservation, no preemption, no topology
+  volcano-binpack
+               volcano with members packed, as its binpack plugin does
+               when it scores GPUs (run only when named)
 
 With no input flag it runs the built-in scenarios, the gang-scheduling
 experiments users ran with TFJobs and with ACK, and shows the pods as
@@ -334,14 +337,15 @@ func writable(path string) error {
 // parsePolicies splits a comma-separated list of policy names, checking
 // every name.
 func parsePolicies(list string) ([]string, error) {
-	valid := strings.Join(sim.Policies, ", ")
+	known := slices.Concat(sim.Policies, sim.MorePolicies)
+	valid := strings.Join(known, ", ")
 	var out []string
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		switch {
 		case name == "":
 			return nil, usagef("--policy %q has an empty name; valid policies: %s", list, valid)
-		case !slices.Contains(sim.Policies, name):
+		case !slices.Contains(known, name):
 			return nil, usagef("unknown policy %q; valid policies: %s", name, valid)
 		case slices.Contains(out, name):
 			return nil, usagef("policy %q is listed twice", name)

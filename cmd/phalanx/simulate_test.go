@@ -195,3 +195,48 @@ func TestHelpNamesJobsOut(t *testing.T) {
 		t.Errorf("help simulate does not document --jobs-out:\n%s", stdout)
 	}
 }
+
+// volcano-binpack runs only when named, and then under its own name. Of two
+// one-GPU jobs on two nodes of 8 GPUs, volcano puts one on each node, and
+// volcano-binpack the second beside the first, so that the job of a whole
+// node that follows starts at once.
+func TestSimulateVolcanoBinpack(t *testing.T) {
+	dir := t.TempDir()
+	scenario := writeFile(t, dir, "pack.yaml", `
+nodePools:
+- {name: gpu, count: 2, resources: {cpu: "64", nvidia.com/gpu: 8}}
+jobs:
+- {name: a, duration: 10h, tasks: [{role: w, replicas: 1, requests: {nvidia.com/gpu: 1}}]}
+- {name: b, submit: 10s, duration: 10h, tasks: [{role: w, replicas: 1, requests: {nvidia.com/gpu: 1}}]}
+- {name: big, submit: 20s, duration: 1h, tasks: [{role: w, replicas: 1, requests: {nvidia.com/gpu: 8}}]}
+`)
+	code, stdout, stderr := runArgs(t, "simulate", "--scenario", scenario, "--policy", "volcano,volcano-binpack", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got struct {
+		Results []struct {
+			Policy  string
+			MaxWait float64 `json:"max_wait_big_s"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	// big waits until a ends under volcano (10 h less its 20 s), not at all packed.
+	want := []struct {
+		policy string
+		wait   float64
+	}{{"volcano", 36000 - 20}, {"volcano-binpack", 0}}
+	if len(got.Results) != len(want) {
+		t.Fatalf("%d results, want %d:\n%s", len(got.Results), len(want), stdout)
+	}
+	for i, w := range want {
+		if r := got.Results[i]; r.Policy != w.policy || r.MaxWait != w.wait {
+			t.Errorf("result %d: %s, longest wait of 8+ GPU jobs %v s; want %s, %v s", i, r.Policy, r.MaxWait, w.policy, w.wait)
+		}
+	}
+	if _, stdout, _ := runArgs(t, "simulate", "--scenario", scenario); strings.Contains(stdout, "volcano-binpack") {
+		t.Errorf("volcano-binpack ran though not named:\n%s", stdout)
+	}
+}

@@ -21,7 +21,12 @@
 // and its p99 wait of 8+ GPU jobs over fifo-gang's, and the gangs preempted
 // and GPU time lost over all inputs.
 //
-//	go run ./hack/targets [-phalanx-from report.json]... [-ratios regexp] report.json...
+// With -volcano-from, volcano's result for each input is taken from those
+// reports instead, a run of volcano-binpack (or of volcano) per input, and
+// the verdicts and the ratios name it: hack/evaluate-binpack.sh judges the
+// defaults against a Volcano that packs this way.
+//
+//	go run ./hack/targets [-phalanx-from report.json]... [-volcano-from report.json]... [-ratios regexp] report.json...
 package main
 
 import (
@@ -31,6 +36,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/phalanx-sched/phalanx/report"
@@ -61,7 +67,22 @@ type trio struct {
 	gpus                       int64
 	topology                   []string // its cluster's topology levels: racks add a row to its table
 	phalanx, fifoGang, volcano *sim.Metrics
+	volcanoName                string // the policy of the run in volcano's place
 }
+
+// A role is a place in a trio that the runs of other reports may take.
+type role struct {
+	flag     string   // the flag that names those reports
+	policies []string // the policies whose runs may take it
+	take     func(*trio, *result)
+}
+
+var (
+	phalanxRole = role{"-phalanx-from", []string{sim.PolicyPhalanx},
+		func(t *trio, r *result) { t.phalanx = &r.Metrics }}
+	volcanoRole = role{"-volcano-from", []string{sim.PolicyVolcano, sim.PolicyVolcanoBinpack},
+		func(t *trio, r *result) { t.volcano, t.volcanoName = &r.Metrics, r.Policy }}
+)
 
 // The policies targets compares.
 var compared = []string{sim.PolicyPhalanx, sim.PolicyFIFOGang, sim.PolicyVolcano}
@@ -73,13 +94,14 @@ func (r *reportFiles) String() string     { return strings.Join(*r, ",") }
 func (r *reportFiles) Set(v string) error { *r = append(*r, v); return nil }
 
 func main() {
-	var from reportFiles
+	var phalanxFrom, volcanoFrom reportFiles
 	fs := flag.NewFlagSet("targets", flag.ExitOnError)
-	fs.Var(&from, "phalanx-from", "a report of phalanx runs whose results replace phalanx's (repeat for more)")
-	ratios := fs.String("ratios", "philly|overloaded", "with -phalanx-from, the inputs (a regular expression on their names) the ratios are averaged over")
+	fs.Var(&phalanxFrom, "phalanx-from", "a report of phalanx runs whose results replace phalanx's (repeat for more)")
+	fs.Var(&volcanoFrom, "volcano-from", "a report of volcano-binpack (or volcano) runs whose results replace volcano's (repeat for more)")
+	ratios := fs.String("ratios", "philly|overloaded", "with -phalanx-from or -volcano-from, the inputs (a regular expression on their names) the ratios are averaged over")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: targets [-phalanx-from report.json]... [-ratios regexp] report.json...")
+		fmt.Fprintln(os.Stderr, "usage: targets [-phalanx-from report.json]... [-volcano-from report.json]... [-ratios regexp] report.json...")
 		os.Exit(2)
 	}
 	over, err := regexp.Compile(*ratios)
@@ -103,65 +125,72 @@ func main() {
 		}
 		trios = append(trios, ts...)
 	}
-	if len(from) > 0 {
-		runs := map[string]*sim.Metrics{}
-		for _, path := range from {
+	for _, from := range []struct {
+		files reportFiles
+		role  role
+	}{{phalanxFrom, phalanxRole}, {volcanoFrom, volcanoRole}} {
+		if len(from.files) == 0 {
+			continue
+		}
+		runs := map[string]*result{}
+		for _, path := range from.files {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				fail(err)
 			}
-			if err := phalanxRuns(data, runs); err != nil {
+			if err := runsOf(data, from.role, runs); err != nil {
 				fail(fmt.Errorf("%s: %w", path, err))
 			}
 		}
-		if err := replace(trios, runs); err != nil {
+		if err := replace(trios, from.role, runs); err != nil {
 			fail(err)
 		}
 	}
 	if err := write(os.Stdout, trios); err != nil {
 		fail(err)
 	}
-	if len(from) > 0 {
+	if len(phalanxFrom)+len(volcanoFrom) > 0 {
 		if err := writeRatios(os.Stdout, trios, over); err != nil {
 			fail(err)
 		}
 	}
 }
 
-// phalanxRuns adds to runs, by input, the phalanx results of a report.
-func phalanxRuns(data []byte, runs map[string]*sim.Metrics) error {
-	var r jsonReport
-	if err := json.Unmarshal(data, &r); err != nil {
+// runsOf adds to runs, by input, the results of a report that may take
+// the role r.
+func runsOf(data []byte, r role, runs map[string]*result) error {
+	var rep jsonReport
+	if err := json.Unmarshal(data, &rep); err != nil {
 		return err
 	}
 	n := 0
-	for i := range r.Results {
-		if res := &r.Results[i]; res.Policy == sim.PolicyPhalanx {
+	for i := range rep.Results {
+		if res := &rep.Results[i]; slices.Contains(r.policies, res.Policy) {
 			if runs[res.Input] != nil {
-				return fmt.Errorf("input %s: a second phalanx result", res.Input)
+				return fmt.Errorf("input %s: a second result of %s", res.Input, strings.Join(r.policies, " or "))
 			}
-			runs[res.Input] = &res.Metrics
+			runs[res.Input] = res
 			n++
 		}
 	}
 	if n == 0 {
-		return fmt.Errorf("no result of %s", sim.PolicyPhalanx)
+		return fmt.Errorf("no result of %s", strings.Join(r.policies, " or "))
 	}
 	return nil
 }
 
-// replace gives each trio the phalanx run of runs for its input; every
-// input must have one, and every run an input.
-func replace(trios []trio, runs map[string]*sim.Metrics) error {
+// replace gives each trio, in the role r, the run of runs for its input;
+// every input must have one, and every run an input.
+func replace(trios []trio, r role, runs map[string]*result) error {
 	for i := range trios {
-		m := runs[trios[i].input]
-		if m == nil {
-			return fmt.Errorf("input %s: no phalanx result among the -phalanx-from reports", trios[i].input)
+		res := runs[trios[i].input]
+		if res == nil {
+			return fmt.Errorf("input %s: no result of %s among the %s reports", trios[i].input, strings.Join(r.policies, " or "), r.flag)
 		}
-		trios[i].phalanx = m
+		r.take(&trios[i], res)
 	}
 	if len(runs) != len(trios) {
-		return fmt.Errorf("%d phalanx results of -phalanx-from for %d inputs: some are of inputs the baselines lack", len(runs), len(trios))
+		return fmt.Errorf("%d results of %s for %d inputs: some are of inputs the baselines lack", len(runs), r.flag, len(trios))
 	}
 	return nil
 }
@@ -213,7 +242,7 @@ func parse(data []byte) ([]trio, error) {
 	}
 	var out []trio
 	for _, in := range r.Inputs {
-		t := trio{input: in.Input, gpus: in.GPUs, topology: in.Topology}
+		t := trio{input: in.Input, gpus: in.GPUs, topology: in.Topology, volcanoName: sim.PolicyVolcano}
 		for i := range r.Results {
 			res := &r.Results[i]
 			if res.Input != in.Input {
@@ -250,7 +279,7 @@ func judge(t trio) (missed []string) {
 		for _, b := range []struct {
 			name string
 			mean *float64
-		}{{sim.PolicyVolcano, v.MeanJCT}, {sim.PolicyFIFOGang, f.MeanJCT}} {
+		}{{t.volcanoName, v.MeanJCT}, {sim.PolicyFIFOGang, f.MeanJCT}} {
 			if b.mean != nil && *p.MeanJCT > *b.mean {
 				missed = append(missed, fmt.Sprintf("mean JCT %s > %s's %s", report.Duration(*p.MeanJCT), b.name, report.Duration(*b.mean)))
 			}
@@ -261,7 +290,7 @@ func judge(t trio) (missed []string) {
 			missed = append(missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > fifo-gang's %s", report.Duration(*p.P99WaitBig), report.Duration(*f.P99WaitBig)))
 		}
 		if v.P99WaitBig != nil && *p.P99WaitBig > *v.P99WaitBig/2 {
-			missed = append(missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > %s, half of volcano's %s", report.Duration(*p.P99WaitBig), report.Duration(*v.P99WaitBig/2), report.Duration(*v.P99WaitBig)))
+			missed = append(missed, fmt.Sprintf("p99 wait of 8+ GPU jobs %s > %s, half of %s's %s", report.Duration(*p.P99WaitBig), report.Duration(*v.P99WaitBig/2), t.volcanoName, report.Duration(*v.P99WaitBig)))
 		}
 	}
 	switch used := gpuSecondsUsed(p, t.gpus); {
@@ -292,8 +321,9 @@ func write(out io.Writer, trios []trio) error {
 	for _, t := range trios {
 		fmt.Fprintf(out, "== %s\n", t.input)
 		c := report.Comparison{Workload: &workload.Workload{Name: t.input, Topology: t.topology}}
+		names := []string{sim.PolicyPhalanx, sim.PolicyFIFOGang, t.volcanoName}
 		for i, m := range []*sim.Metrics{t.phalanx, t.fifoGang, t.volcano} {
-			c.Results = append(c.Results, &sim.Result{Policy: compared[i], Metrics: *m})
+			c.Results = append(c.Results, &sim.Result{Policy: names[i], Metrics: *m})
 		}
 		if err := report.WriteTable(out, c); err != nil {
 			return err

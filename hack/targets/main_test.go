@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func reportOf(t *testing.T, runs map[string]sim.Metrics) []byte {
 	t.Helper()
 	w := &workload.Workload{Name: "trace", Pools: []workload.NodePool{{Name: "p", Count: 2, Allocatable: map[string]int64{workload.GPU: 8}}}}
 	c := report.Comparison{Workload: w}
-	for _, p := range compared {
+	for _, p := range slices.Concat(compared, sim.MorePolicies) {
 		if m, ok := runs[p]; ok {
 			c.Results = append(c.Results, &sim.Result{Policy: p, Metrics: m})
 		}
@@ -125,11 +126,11 @@ func TestPhalanxFrom(t *testing.T) {
 	}
 	other := metrics(3, f(150))
 	other.PreemptedGangs, other.PreemptionLostGPUSeconds = 2, 7200
-	runs := map[string]*sim.Metrics{}
-	if err := phalanxRuns(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: other}), runs); err != nil {
+	runs := map[string]*result{}
+	if err := runsOf(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: other}), phalanxRole, runs); err != nil {
 		t.Fatal(err)
 	}
-	if err := replace(trios, runs); err != nil {
+	if err := replace(trios, phalanxRole, runs); err != nil {
 		t.Fatal(err)
 	}
 	if missed := judge(trios[0]); len(missed) != 2 || !strings.Contains(missed[0], "mean JCT 3s > volcano's 2s") || !strings.Contains(missed[1], "> fifo-gang's 1m40s") {
@@ -150,13 +151,57 @@ func TestPhalanxFrom(t *testing.T) {
 		t.Errorf("ratios over no input: %v\n%s", err, out.String())
 	}
 	// Every input needs a run, and every run an input.
-	if err := replace(trios, map[string]*sim.Metrics{}); err == nil || !strings.Contains(err.Error(), "no phalanx result") {
+	if err := replace(trios, phalanxRole, map[string]*result{}); err == nil || !strings.Contains(err.Error(), "no result of phalanx among the -phalanx-from reports") {
 		t.Errorf("replace without the input's run: %v", err)
 	}
-	if err := replace(trios, map[string]*sim.Metrics{"trace": &other, "elsewhere": &other}); err == nil || !strings.Contains(err.Error(), "inputs the baselines lack") {
+	run := &result{Metrics: other}
+	if err := replace(trios, phalanxRole, map[string]*result{"trace": run, "elsewhere": run}); err == nil || !strings.Contains(err.Error(), "inputs the baselines lack") {
 		t.Errorf("replace with a run of another input: %v", err)
 	}
-	if err := phalanxRuns(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: other}), runs); err == nil || !strings.Contains(err.Error(), "a second phalanx result") {
+	if err := runsOf(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: other}), phalanxRole, runs); err == nil || !strings.Contains(err.Error(), "a second result of phalanx") {
 		t.Errorf("two runs of one input: %v", err)
+	}
+}
+
+// With -volcano-from, a volcano-binpack run of each input takes volcano's
+// place: phalanx is judged against its mean and half its p99, and the
+// verdicts and the table name it.
+func TestVolcanoFrom(t *testing.T) {
+	trios, err := parse(reportOf(t, map[string]sim.Metrics{
+		sim.PolicyPhalanx: metrics(3, f(100)), sim.PolicyFIFOGang: metrics(4, f(200)), sim.PolicyVolcano: metrics(5, f(400))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missed := judge(trios[0]); len(missed) != 0 {
+		t.Fatalf("against volcano: missed %q, want none", missed)
+	}
+	runs := map[string]*result{}
+	binpack := reportOf(t, map[string]sim.Metrics{sim.PolicyVolcanoBinpack: metrics(2, f(150))})
+	if err := runsOf(binpack, volcanoRole, runs); err != nil {
+		t.Fatal(err)
+	}
+	if err := replace(trios, volcanoRole, runs); err != nil {
+		t.Fatal(err)
+	}
+	missed := judge(trios[0])
+	want := []string{"mean JCT 3s > volcano-binpack's 2s", "p99 wait of 8+ GPU jobs 1m40s > 1m15s, half of volcano-binpack's 2m30s"}
+	if len(missed) != len(want) {
+		t.Fatalf("against volcano-binpack: missed %q, want %q", missed, want)
+	}
+	for i := range want {
+		if !strings.Contains(missed[i], want[i]) {
+			t.Errorf("missed[%d] = %q, want it to say %q", i, missed[i], want[i])
+		}
+	}
+	var out bytes.Buffer
+	if err := write(&out, trios); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ +phalanx +fifo-gang +volcano-binpack$`).MatchString(out.String()) {
+		t.Errorf("the table does not head its third column volcano-binpack:\n%s", out.String())
+	}
+	// A report of phalanx alone has no run to take volcano's place.
+	if err := runsOf(reportOf(t, map[string]sim.Metrics{sim.PolicyPhalanx: metrics(1, nil)}), volcanoRole, map[string]*result{}); err == nil || !strings.Contains(err.Error(), "no result of volcano or volcano-binpack") {
+		t.Errorf("a report without a volcano run: %v", err)
 	}
 }
