@@ -23,7 +23,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-eval-out}
 trace=${2:-$repo/../shared/traces/philly_jobs.csv}
 out=$(cd "$out" && pwd)
-for f in philly.txt set2 set6 small validation; do
+for f in philly.json set2 set6 small validation; do
   if [[ ! -e $out/$f ]]; then
     echo "evaluate-binpack: $out/$f is missing: run hack/evaluate.sh $out first" >&2
     exit 1
@@ -33,13 +33,14 @@ bin="$out/phalanx"
 "${GO:-go}" -C "$repo" build -o "$bin" ./cmd/phalanx
 "${GO:-go}" -C "$repo" build -o "$out/targets" ./hack/targets
 
-# group NAME REPORTS...: the JSON reports of evaluate.sh in group NAME.
+# The JSON reports of evaluate.sh (the three policies' runs), by group.
 declare -A groups
-groups[twenty]="philly $(cd "$out" && ls gen-*.txt | grep -v fixed | sed 's/\.txt$//' | tr '\n' ' ')"
-groups[validation]=$(cd "$out" && ls validation/gen-*.txt | sed 's/\.txt$//' | tr '\n' ' ')
-groups[sets]=$(cd "$out" && ls set[2345]/gen-*.txt | sed 's/\.txt$//' | tr '\n' ' ')
-groups[set6]=$(cd "$out" && ls set6/gen-*.txt | sed 's/\.txt$//' | tr '\n' ' ')
-groups[small]=$(cd "$out" && ls small/gen-*.txt | sed 's/\.txt$//' | tr '\n' ' ')
+reportsIn() { (cd "$out" && ls $1 | sed 's/\.json$//' | tr '\n' ' '); }
+groups[twenty]="philly $(reportsIn 'gen-*.json')"
+groups[validation]=$(reportsIn 'validation/gen-*.json')
+groups[sets]=$(reportsIn 'set[2345]/gen-*.json')
+groups[set6]=$(reportsIn 'set6/gen-*.json')
+groups[small]=$(reportsIn 'small/gen-*.json')
 
 # simulate NAME TRACE CLUSTER... (run by xargs, two at a time): volcano-binpack
 # on TRACE into binpack/NAME.json.
@@ -65,7 +66,7 @@ for g in twenty validation sets set6 small; do
   args=() reports=()
   for name in ${groups[$g]}; do
     args+=(-volcano-from "$out/binpack/$name.json")
-    reports+=("$out/$name.txt")
+    reports+=("$out/$name.json")
   done
   "$out/targets" -ratios 'philly|overloaded' "${args[@]}" "${reports[@]}" >"$out/targets-binpack-$g.txt"
   echo "== targets-binpack-$g"
