@@ -75,10 +75,11 @@ type Config struct {
 	// least-requested scoring that kube-scheduler and Volcano use by default,
 	// kept as a baseline. The default (false) is Phalanx's best fit.
 	Spread bool
-	// Pack places each member on the fitting node with the fewest free
-	// accelerators, ignoring when the nodes' members end: the scoring of
-	// Volcano's binpack plugin when it is given the accelerator as a
-	// resource, kept as a baseline. The default (false) is Phalanx's best
+	// Pack places each member by best fit alone, ignoring when the nodes'
+	// members end: the fitting node with the fewest free accelerators (one
+	// that also holds the rest of the gang first, place.go), as Volcano's
+	// binpack plugin scores nodes when it is given the accelerator as a
+	// resource; kept as a baseline. The default (false) is Phalanx's best
 	// fit, which among the nodes that fit prefers those whose members end
 	// about when the placed member would (ends.go). Spread and Pack
 	// exclude each other.
