@@ -15,8 +15,9 @@
 //   - the p99 wait of the jobs of 8+ GPUs that started (sim.Percentile, as
 //     `phalanx simulate` computes it);
 //
-// and the number of jobs in each part, and, over all jobs, the share of the work of the jobs of 8+ GPUs (GPUs
-// times run time) that started after the last arrival.
+// and the number of jobs in each part, and, over all jobs, the share of the
+// work of the jobs of 8+ GPUs (GPUs times run time) that started after the
+// last arrival.
 //
 //	go run ./hack/arrivals [-split 0.9] jobs.csv...
 package main
