@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/core"
 	"sigs.k8s.io/yaml"
 )
 
@@ -237,8 +238,13 @@ func Parse(data []byte) (*Configuration, error) {
 			return nil, fmt.Errorf("%s: %s must not be negative", v.Field, v.Value)
 		}
 	}
-	if n := c.Scheduling.Reservations; n != nil && *n < 1 {
-		return nil, fmt.Errorf("scheduling.reservations: %d; give at least 1 (reservations are turned off with reserveAfter: 0s)", *n)
+	if n := c.Scheduling.Reservations; n != nil && (*n < 1 || *n > core.MaxReservations) {
+		return nil, fmt.Errorf("scheduling.reservations: %d; give 1 to %d (reservations are turned off with reserveAfter: 0s)", *n, core.MaxReservations)
+	}
+	for _, d := range c.schedulingDurations() {
+		if d.value != nil && d.value.Duration%time.Second != 0 {
+			return nil, fmt.Errorf("%s: %v; give whole seconds (both commands count in seconds)", d.field, d.value.Duration)
+		}
 	}
 	if n := c.Scheduler.BindWorkers; n != nil && *n < 1 {
 		return nil, fmt.Errorf("scheduler.bindWorkers: %d; give at least 1", *n)
@@ -246,7 +252,27 @@ func Parse(data []byte) (*Configuration, error) {
 	if q := c.Scheduler.KubeAPIQPS; q != nil && *q <= 0 {
 		return nil, fmt.Errorf("scheduler.kubeAPIQPS: %v; give more than 0", *q)
 	}
+	if n := c.Scheduler.KubeAPIBurst; n != nil && *n < 1 {
+		return nil, fmt.Errorf("scheduler.kubeAPIBurst: %d; give at least 1", *n)
+	}
 	return &c, nil
+}
+
+// schedulingDurations are the durations of the section both commands read.
+func (c *Configuration) schedulingDurations() []struct {
+	field string
+	value *Duration
+} {
+	s := &c.Scheduling
+	return []struct {
+		field string
+		value *Duration
+	}{
+		{"scheduling.reserveAfter", s.ReserveAfter}, {"scheduling.reserveAhead", s.ReserveAhead},
+		{"scheduling.reserveByWork", s.ReserveByWork}, {"scheduling.reclaimAfter", s.ReclaimAfter},
+		{"scheduling.preemptMinRuntime", s.PreemptMinRuntime}, {"scheduling.reclaimMinRuntime", s.ReclaimMinRuntime},
+		{"scheduling.holdFailedMember", s.HoldFailedMember},
+	}
 }
 
 // explain turns a decoding error into one that names the field.

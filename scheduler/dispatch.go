@@ -11,6 +11,7 @@ import (
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/core"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -365,6 +366,13 @@ func (s *Scheduler) queueMetrics(queues map[string]*core.Queue, deserved map[str
 			s.metrics.QueueEstimateFactor.DeleteLabelValues(name)
 			s.metrics.QueueWorkFactor.DeleteLabelValues(name)
 			s.metrics.QueueOverrunFactor.DeleteLabelValues(name)
+			// The histograms and counters go too: a cluster whose teams
+			// come and go must not keep their series for ever.
+			gone := prometheus.Labels{"queue": name}
+			s.metrics.QueueAdmissionWait.DeletePartialMatch(gone)
+			s.metrics.QueueStartForecastError.DeletePartialMatch(gone)
+			s.metrics.QueueEvictedPods.DeletePartialMatch(gone)
+			s.metrics.QueueGPUSecondsLost.DeletePartialMatch(gone)
 		}
 		for res := range old.allocated {
 			if !cur.allocated[res] {

@@ -271,7 +271,7 @@ func (s *Scheduler) evict(ctx context.Context, victim *podInfo, queue string, no
 // gang the room was for, whose status then says why.
 //
 // accepted, if not nil, runs (on a call worker) once the eviction is
-// accepted.
+// accepted; not when the pod is already gone.
 func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gang string, grace *int64, eventType, reason, message string,
 	accepted func()) {
 	s.dispatch(func() {
@@ -281,7 +281,12 @@ func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gan
 		}
 		err := s.kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev)
 		switch {
-		case err == nil || apierrors.IsNotFound(err):
+		case err == nil:
+		case apierrors.IsNotFound(err):
+			// The pod went by itself (it ended, or was deleted): its room is
+			// free, and no run time was thrown away for the gang.
+			s.metrics.Evictions.WithLabelValues(kind, "gone").Inc()
+			return
 		case ctx.Err() != nil:
 			return
 		default:

@@ -63,7 +63,8 @@ func gathered(t *testing.T, m *Metrics, name string) []string {
 
 // TestQueueMetrics: after cycles, each queue's pending and running gangs,
 // its allocated resources, its admission waits and its estimate, work and
-// overrun factors are exported, and a queue that goes loses its series.
+// overrun factors are exported, and a queue that goes loses its series, its
+// histograms and counters among them.
 func TestQueueMetrics(t *testing.T) {
 	queueA := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "qa"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
 	queueB := &v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "qb"}, Spec: v1alpha1.QueueSpec{Weight: 1}}
@@ -121,8 +122,17 @@ func TestQueueMetrics(t *testing.T) {
 	check("phalanx_queue_work_factor", "queue=a 1.2", "queue=b 1")
 	check("phalanx_queue_overrun_factor", "queue=a 2", "queue=b 1")
 
+	// b's histograms and counters, had it any, go with it too.
+	m.QueueAdmissionWait.WithLabelValues("b").Observe(5)
+	m.QueueStartForecastError.WithLabelValues("b", "late").Observe(60)
+	m.QueueEvictedPods.WithLabelValues("b", "reclaim").Inc()
+	m.QueueGPUSecondsLost.WithLabelValues("b").Add(8)
 	s.store.DeleteQueue("b")
 	s.cycle(ctx)
+	check("phalanx_queue_admission_wait_seconds", "queue=a count 1 sum 60")
+	check("phalanx_queue_start_forecast_error_seconds")
+	check("phalanx_queue_evicted_pods_total")
+	check("phalanx_queue_preempted_gpu_seconds_total")
 	check("phalanx_queue_pending_gangs", "queue=a 0")
 	check("phalanx_queue_running_gangs", "queue=a 1")
 	check("phalanx_queue_estimate_factor", "queue=a 1.5")
@@ -275,5 +285,46 @@ func TestDashboardQueries(t *testing.T) {
 		if strings.HasPrefix(name, "phalanx_queue_") && !used[name] {
 			t.Errorf("the dashboard does not show %s", name)
 		}
+	}
+}
+
+// TestEvictionOfAGonePod: a victim that is gone from the API server when
+// its eviction is posted counts as gone, and not against its queue: no run
+// time was thrown away for the preemptor.
+func TestEvictionOfAGonePod(t *testing.T) {
+	train0 := testPod("train-0").Group("train").GPUs(2).On("a", corev1.PodRunning).Obj()
+	train1 := testPod("train-1").Group("train").GPUs(2).On("b", corev1.PodRunning).Obj()
+	urgent := testPod("urgent").GPUs(4).Priority(100).Obj()
+	m := NewMetrics()
+	kube := fake.NewClientset(train0, urgent) // train-1 ended since the store saw it
+	s, err := New(Options{Preemption: true, Now: func() time.Time { return time.Unix(1600, 0) }}, kube,
+		phalanxfake.NewSimpleClientset(), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.now = func() time.Time { return time.Unix(1000, 0) }
+	s.store.SetQueue(testQueue("default"))
+	s.store.SetNode(testNode("a", 4))
+	s.store.SetNode(testNode("b", 4))
+	s.store.SetPodGroup(testPodGroup("train", 2))
+	for _, p := range []*corev1.Pod{train0, train1, urgent} {
+		s.store.SetPod(p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); s.inflight.Wait() }()
+	s.runCallers(ctx)
+	s.cycle(ctx)
+	want := []string{"kind=preempt,result=gone 1", "kind=preempt,result=ok 1"}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cmp.Equal(gathered(t, m, "phalanx_evictions_total"), want), nil
+	})
+	if err != nil {
+		t.Fatalf("evictions %v, want %v", gathered(t, m, "phalanx_evictions_total"), want)
+	}
+	if got, want := gathered(t, m, "phalanx_queue_evicted_pods_total"), []string{"kind=preempt,queue=default 1"}; !cmp.Equal(got, want) {
+		t.Errorf("evicted pods %v, want %v", got, want)
+	}
+	if got, want := gathered(t, m, "phalanx_queue_preempted_gpu_seconds_total"), []string{"queue=default 1200"}; !cmp.Equal(got, want) {
+		t.Errorf("GPU time lost %v, want %v", got, want)
 	}
 }

@@ -35,7 +35,7 @@ import (
 
 // writeKey names the object a write is for.
 type writeKey struct {
-	kind string // "PodGroup", "Queue" or "Pod": the metric's label
+	kind string // kindPodGroup, kindQueue, kindPod, ... (dispatch.go): the metric's label
 	key  string // namespace/name, or the pod's UID
 }
 

@@ -128,7 +128,10 @@ func TestConfigErrors(t *testing.T) {
 		{"bad duration", header + "scheduling:\n  reserveAfter: soon\n", `"soon"`},
 		{"wrong type", header + "scheduling:\n  reservations: two\n", "scheduling.reservations"},
 		{"negative", header + "scheduling:\n  holdFailedMember: -5m\n", "scheduling.holdFailedMember: -5m0s must not be negative"},
-		{"no reservations", header + "scheduling:\n  reservations: 0\n", "scheduling.reservations"},
+		{"no reservations", header + "scheduling:\n  reservations: 0\n", "scheduling.reservations: 0; give 1 to 64"},
+		{"too many reservations", header + "scheduling:\n  reservations: 65\n", "scheduling.reservations: 65; give 1 to 64"},
+		{"part of a second", header + "scheduling:\n  reserveAfter: 1500ms\n", "scheduling.reserveAfter: 1.5s; give whole seconds"},
+		{"no burst", header + "scheduler:\n  kubeAPIBurst: 0\n", "scheduler.kubeAPIBurst: 0; give at least 1"},
 		{"bad topology", header + "scheduler:\n  topology: [\"not a key!\"]\n", "scheduler.topology"},
 		{"not yaml", "scheduling: [\n", "not YAML"},
 	} {

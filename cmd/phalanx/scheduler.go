@@ -20,6 +20,7 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
 	"github.com/phalanx-sched/phalanx/config"
+	"github.com/phalanx-sched/phalanx/core"
 	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -178,7 +179,8 @@ func schedulerFlagSet(f *schedulerFlags, out io.Writer) *flag.FlagSet {
 			"reclaimMinRuntimeSeconds overrides it")
 	fs.BoolVar(&f.weighLoss, "weigh-loss", config.DefaultWeighLoss,
 		"evict only when the victims lose no more GPU time than the preemptor gains by starting before their\n"+
-			"estimated ends (gangs without a declared estimate are not weighed)")
+			"estimated ends (victims of the preemptor's own queue, which its priority preempts, are not weighed;\n"+
+			"nor is an eviction with a victim of another queue that has no estimate)")
 	fs.BoolVar(&f.correctEst, "correct-estimates", config.DefaultCorrectEstimates,
 		"multiply a gang's declared estimate by the median ratio of run time to declared estimate of its queue's\n"+
 			"latest 50 completed gangs that declared one (from 5 on; the factor follows the median when it moves more\n"+
@@ -249,6 +251,16 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	}
 	if errs := validation.IsQualifiedName(f.gpuModelLabel); len(errs) > 0 {
 		fmt.Fprintf(stderr, "phalanx scheduler: --gpu-model-label %q is not a label key: %s\n", f.gpuModelLabel, strings.Join(errs, "; "))
+		return 2
+	}
+	// As phalanx simulate (and a configuration file) says: one reservation
+	// at least, turned off by --reserve-after 0.
+	if f.reservations < 1 || f.reservations > core.MaxReservations {
+		fmt.Fprintf(stderr, "phalanx scheduler: --reservations %d: give 1 to %d\n", f.reservations, core.MaxReservations)
+		return 2
+	}
+	if f.qps <= 0 || f.burst < 1 {
+		fmt.Fprintf(stderr, "phalanx scheduler: --kube-api-qps %v and --kube-api-burst %d: give more than 0\n", f.qps, f.burst)
 		return 2
 	}
 	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,

@@ -156,7 +156,11 @@ Flags:
 		f := fs.Lookup(n)
 		name, use := flag.UnquoteUsage(f)
 		if name == "" { // a bool
-			fmt.Fprintf(out, "  --%s\n    \t%s (default %s; --%s=false turns it off)\n", f.Name, use, f.DefValue, f.Name)
+			if f.DefValue == "true" {
+				fmt.Fprintf(out, "  --%s\n    \t%s (default true; --%s=false turns it off)\n", f.Name, use, f.Name)
+			} else {
+				fmt.Fprintf(out, "  --%s\n    \t%s (default false; --%s turns it on)\n", f.Name, use, f.Name)
+			}
 			continue
 		}
 		fmt.Fprintf(out, "  --%s %s\n    \t%s", f.Name, name, use)
