@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -194,7 +195,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("want a duration such as \"90m\", got %q", s)
+		// A type error, which the decoder gives the field's path (explain).
+		return &json.UnmarshalTypeError{Value: strconv.Quote(s), Type: reflect.TypeOf(Duration{})}
 	}
 	d.Duration = v
 	return nil
@@ -220,9 +222,20 @@ func Read(path string) (*Configuration, error) {
 // apiVersion and kind, no unknown field, each value in range. Errors name
 // the field.
 func Parse(data []byte) (*Configuration, error) {
-	js, err := yaml.YAMLToJSON(data)
+	if n := documents(data); n > 1 {
+		return nil, fmt.Errorf("%d YAML documents; give one (the settings of the others would be ignored)", n)
+	}
+	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
+		if _, lax := yaml.YAMLToJSON(data); lax == nil {
+			// YAML, but a key is given twice: say which, on one line.
+			msg := strings.Join(strings.Fields(strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:")), " ")
+			return nil, fmt.Errorf("%s; give each field once", msg)
+		}
 		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	if err := checkShape(js); err != nil {
+		return nil, err
 	}
 	var c Configuration
 	dec := json.NewDecoder(bytes.NewReader(js))
@@ -252,6 +265,9 @@ func Parse(data []byte) (*Configuration, error) {
 	if q := c.Scheduler.KubeAPIQPS; q != nil && *q <= 0 {
 		return nil, fmt.Errorf("scheduler.kubeAPIQPS: %v; give more than 0", *q)
 	}
+	if d := c.Scheduler.CyclePeriod; d != nil && d.Duration <= 0 {
+		return nil, fmt.Errorf("scheduler.cyclePeriod: %v; give more than 0", d.Duration)
+	}
 	if n := c.Scheduler.KubeAPIBurst; n != nil && *n < 1 {
 		return nil, fmt.Errorf("scheduler.kubeAPIBurst: %d; give at least 1", *n)
 	}
@@ -275,10 +291,105 @@ func (c *Configuration) schedulingDurations() []struct {
 	}
 }
 
+// documents counts the YAML documents of data that hold more than
+// comments.
+func documents(data []byte) int {
+	n, content := 0, false
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if line == "---" || strings.HasPrefix(line, "--- ") {
+			if content {
+				n++
+			}
+			content = false
+			continue
+		}
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") {
+			content = true
+		}
+	}
+	if content {
+		n++
+	}
+	return n
+}
+
+// checkShape checks what the decoder would pass over or name badly: the
+// file and its sections are mappings, no field is null (which would
+// silently keep the default), and every duration is a string.
+func checkShape(js []byte) error {
+	var top any
+	if err := json.Unmarshal(js, &top); err != nil {
+		return err
+	}
+	if top == nil {
+		return nil // empty: the apiVersion check says what is missing
+	}
+	m, ok := top.(map[string]any)
+	if !ok {
+		return fmt.Errorf("want a mapping of apiVersion, kind, scheduling and scheduler, got %s", jsonKind(top))
+	}
+	for _, section := range []struct {
+		name string
+		typ  reflect.Type
+	}{{"scheduling", reflect.TypeOf(Scheduling{})}, {"scheduler", reflect.TypeOf(Scheduler{})}} {
+		v, present := m[section.name]
+		if !present {
+			continue
+		}
+		fields, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: want a mapping of settings, got %s", section.name, jsonKind(v))
+		}
+		for key, value := range fields {
+			path := section.name + "." + key
+			if value == nil {
+				return fmt.Errorf("%s: no value; give one, or leave the field out for the default", path)
+			}
+			if f, ok := fieldByTag(section.typ, key); ok && f.Type == reflect.TypeOf(&Duration{}) {
+				if _, isString := value.(string); !isString {
+					return fmt.Errorf("%s: want a duration such as \"90m\", got %s", path, jsonKind(value))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// fieldByTag finds the field of struct t whose JSON name is name.
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// jsonKind says what a decoded JSON value is, for messages.
+func jsonKind(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return strconv.Quote(v)
+	case float64:
+		return "the number " + strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		return "the boolean " + strconv.FormatBool(v)
+	}
+	return "nothing"
+}
+
 // explain turns a decoding error into one that names the field.
 func explain(err error) error {
 	var typeErr *json.UnmarshalTypeError
 	switch {
+	case errors.As(err, &typeErr) && typeErr.Type == reflect.TypeOf(Duration{}):
+		return fmt.Errorf("%s: want a duration such as \"90m\", got %s", typeErr.Field, typeErr.Value)
 	case errors.As(err, &typeErr):
 		return fmt.Errorf("%s: want %s, got a %s", typeErr.Field, typeErr.Type, typeErr.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -54,6 +54,35 @@ scheduler:
 	}
 }
 
+// TestParseErrors: a file the decoder alone would take with a setting
+// ignored, or reject without naming the field, is refused with a message
+// that names it.
+func TestParseErrors(t *testing.T) {
+	header := "apiVersion: phalanx.dev/v1alpha1\nkind: PhalanxConfiguration\n"
+	for _, tt := range []struct{ name, text, want string }{
+		{"a number for a duration", header + "scheduling:\n  reserveAfter: 3600\n", `scheduling.reserveAfter: want a duration such as "90m", got the number 3600`},
+		{"a list for a duration", header + "scheduler:\n  cyclePeriod: [1, 2]\n", "scheduler.cyclePeriod: want a duration such as \"90m\", got a list"},
+		{"an empty duration", header + "scheduling:\n  reserveAhead: \"\"\n", `scheduling.reserveAhead: want a duration such as "90m", got ""`},
+		{"no value", header + "scheduling:\n  reserveAfter:\n", "scheduling.reserveAfter: no value"},
+		{"a key twice", header + "scheduling:\n  reserveAfter: 1h\n  reserveAfter: 2h\n", `line 5: key "reserveAfter" already set in map; give each field once`},
+		{"two documents", header + "---\n" + header + "scheduling:\n  reserveAfter: 2h\n", "2 YAML documents; give one"},
+		{"a section that is no mapping", header + "scheduling: 5\n", "scheduling: want a mapping of settings, got the number 5"},
+		{"a file that is a list", "- a\n- b\n", "want a mapping of apiVersion, kind, scheduling and scheduler, got a list"},
+		{"reservations over the bound", header + "scheduling:\n  reservations: 65\n", "scheduling.reservations: 65; give 1 to 64"},
+		{"part of a second", header + "scheduling:\n  reclaimAfter: 1500ms\n", "scheduling.reclaimAfter: 1.5s; give whole seconds"},
+		{"no burst", header + "scheduler:\n  kubeAPIBurst: 0\n", "scheduler.kubeAPIBurst: 0; give at least 1"},
+		{"no cycle period", header + "scheduler:\n  cyclePeriod: 0s\n", "scheduler.cyclePeriod: 0s; give more than 0"},
+	} {
+		if _, err := Parse([]byte(tt.text)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one saying %q", tt.name, err, tt.want)
+		}
+	}
+	// One document after a leading separator, and comments, are one file.
+	if _, err := Parse([]byte("# settings\n---\n" + header + "scheduler:\n  cyclePeriod: 500ms\n")); err != nil {
+		t.Errorf("one document after ---: %v", err)
+	}
+}
+
 // FuzzParse: no input makes Parse panic, and what it accepts gives flag
 // values that are never negative numbers.
 func FuzzParse(f *testing.F) {

@@ -368,10 +368,13 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 			break
 		}
 	}
+	// As many decimals as the step has, no more: 3 steps of 0.2 are 0.6,
+	// not 0.6000000000000001.
+	decimals := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
 	var ticks []plot.Tick
 	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
 		v = math.Round(v/step) * step
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
 		for k := 1; k < 5; k++ {
 			if minor := v + float64(k)*step/5; minor <= hi {
 				ticks = append(ticks, plot.Tick{Value: minor})

@@ -80,7 +80,7 @@ var metricRows = []metricRow{
 	{"jobs", func(m *sim.Metrics) string { return count(m.JobsTotal) }},
 	{"  completed", func(m *sim.Metrics) string { return count(m.JobsCompleted) }},
 	{"  stuck (fit the cluster, never ran)", func(m *sim.Metrics) string { return count(m.StuckJobs) }},
-	{"  unschedulable (larger than the cluster)", func(m *sim.Metrics) string { return count(m.UnschedulableJobs) }},
+	{"  unschedulable (can never fit the cluster)", func(m *sim.Metrics) string { return count(m.UnschedulableJobs) }},
 	{"job completion time, mean", func(m *sim.Metrics) string { return duration(m.MeanJCT) }},
 	{"job completion time, p50", func(m *sim.Metrics) string { return duration(m.P50JCT) }},
 	{"job completion time, p99", func(m *sim.Metrics) string { return duration(m.P99JCT) }},

@@ -155,6 +155,9 @@ func ParseEstimateErrors(s string) (EstimateErrors, map[string]EstimateErrors, e
 		if queue == "" {
 			return nil, nil, fmt.Errorf("sim: estimate error %q: %q names no queue before its colon", s, item)
 		}
+		if form == "" || strings.HasPrefix(form, "@") {
+			return nil, nil, fmt.Errorf("sim: estimate error %q: %q gives queue %q no form after its colon (exact, x2, noise=0.5, ...)", s, item, queue)
+		}
 		e, err := ParseEstimateError(form)
 		if err != nil {
 			return nil, nil, fmt.Errorf("sim: estimate error of queue %q: %s", queue, strings.TrimPrefix(err.Error(), "sim: "))

@@ -334,6 +334,8 @@ func TestParseEstimateErrors(t *testing.T) {
 		"x2@1d,x3@24h":  `"x3@24h" and another form apply to every queue from the same time`,
 		"a:x2,a:x3":     `queue "a" is given two forms from the same time`,
 		":x2":           "names no queue",
+		"a:":            `gives queue "a" no form after its colon`,
+		"a:@2d":         `gives queue "a" no form after its colon`,
 		"a:half":        `estimate error of queue "a": estimate error "half": want exact`,
 		"a:x2,,":        "an empty item",
 		"a:x0":          "from 0.001 to 1000",

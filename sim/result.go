@@ -173,7 +173,7 @@ type JobState string
 const (
 	JobCompleted     JobState = "Completed"
 	JobStuck         JobState = "Stuck"         // would fit an empty cluster, never completed
-	JobUnschedulable JobState = "Unschedulable" // larger than the whole cluster
+	JobUnschedulable JobState = "Unschedulable" // would not fit even the empty cluster
 )
 
 // JobOutcome is what happened to one job. Start and Finish are -1 when the

@@ -36,7 +36,8 @@ type GenOptions struct {
 	Seed uint64
 	// Jobs is how many jobs; at least 1.
 	Jobs int
-	// GPUs is the size of the cluster the load is relative to; at least 1.
+	// GPUs is the size of the cluster the load is relative to; at least 64,
+	// the largest job drawn.
 	GPUs int
 	// Load is the offered load: above 1 the cluster is overloaded while
 	// jobs arrive. In (0, 100].
@@ -73,13 +74,17 @@ type genJob struct {
 	submit   int64
 }
 
+// maxGenGPUs is the largest job GenerateTrace draws, hence the smallest
+// cluster its traces fit.
+const maxGenGPUs = 64
+
 // GenerateTrace writes the trace opt describes to w.
 func GenerateTrace(w io.Writer, opt GenOptions) error {
 	switch {
 	case opt.Jobs < 1 || opt.Jobs > maxCount:
 		return fmt.Errorf("workload: jobs must be between 1 and %d, got %d", maxCount, opt.Jobs)
-	case opt.GPUs < 1 || opt.GPUs > maxCount:
-		return fmt.Errorf("workload: gpus must be between 1 and %d, got %d", maxCount, opt.GPUs)
+	case opt.GPUs < maxGenGPUs || opt.GPUs > maxCount:
+		return fmt.Errorf("workload: gpus must be between %d, the largest job it draws, and %d, got %d", maxGenGPUs, maxCount, opt.GPUs)
 	case !(opt.Load > 0 && opt.Load <= 100):
 		return fmt.Errorf("workload: load must be in (0, 100], got %v", opt.Load)
 	case opt.Queues < 1 || opt.Queues > 100:

@@ -74,11 +74,12 @@ func TestGenerateTraceLoadAndMix(t *testing.T) {
 
 func TestGenerateTraceChecksOptions(t *testing.T) {
 	for _, opt := range []GenOptions{
-		{Jobs: 0, GPUs: 8, Load: 1, Queues: 1},
+		{Jobs: 0, GPUs: 64, Load: 1, Queues: 1},
 		{Jobs: 1, GPUs: 0, Load: 1, Queues: 1},
-		{Jobs: 1, GPUs: 8, Load: 0, Queues: 1},
-		{Jobs: 1, GPUs: 8, Load: math.NaN(), Queues: 1},
-		{Jobs: 1, GPUs: 8, Load: 1, Queues: 0},
+		{Jobs: 1, GPUs: 63, Load: 1, Queues: 1}, // its gangs of 64 would never fit
+		{Jobs: 1, GPUs: 64, Load: 0, Queues: 1},
+		{Jobs: 1, GPUs: 64, Load: math.NaN(), Queues: 1},
+		{Jobs: 1, GPUs: 64, Load: 1, Queues: 0},
 	} {
 		if err := GenerateTrace(&bytes.Buffer{}, opt); err == nil {
 			t.Errorf("%+v: no error", opt)

@@ -125,6 +125,9 @@ type scenarioReader struct {
 func (p *scenarioReader) workload(root *yaml.Node) (*Workload, error) {
 	m, err := p.mapping(root, "scenario", "name", "description", "nodePools", "queues", "jobs")
 	if err != nil {
+		if root.Kind == yaml.ScalarNode && strings.HasSuffix(strings.ToLower(p.file), ".csv") {
+			return nil, fmt.Errorf("%w (a trace in CSV is given with --trace)", err)
+		}
 		return nil, err
 	}
 	w := &Workload{}

@@ -332,3 +332,18 @@ func TestScenarioRacks(t *testing.T) {
 		t.Errorf("requiredTopology = %q", got)
 	}
 }
+
+// TestTraceGivenAsScenario: a CSV trace read as a scenario is one long
+// scalar; the error quotes its start, not the whole file, and says how a
+// trace is given.
+func TestTraceGivenAsScenario(t *testing.T) {
+	in := "job_id,submit_time_s,duration_s,num_gpus,vc\n" + strings.Repeat("j,0,60,1,q\n", 1000)
+	_, err := ReadScenario(strings.NewReader(in), "jobs.csv")
+	if err == nil {
+		t.Fatal("a trace read as a scenario: no error")
+	}
+	want := `jobs.csv:1: scenario must be a mapping, got "job_id,submit_time_s,duration_s,num_gpus,vc j,0,60,1,q j,0,6" and `
+	if msg := err.Error(); !strings.HasPrefix(msg, want) || !strings.HasSuffix(msg, "(a trace in CSV is given with --trace)") || len(msg) > 200 {
+		t.Errorf("error %q, want it to start %q, end with the hint, and be short", msg, want)
+	}
+}

@@ -302,7 +302,17 @@ func describe(n *yaml.Node) string {
 		if isNull(n) {
 			return "nothing"
 		}
-		return strconv.Quote(n.Value)
+		v := n.Value
+		if len(v) > 60 || strings.Contains(v, "\n") {
+			// A whole file read as one scalar (a CSV trace given as a
+			// scenario, say): its start is enough to recognise it.
+			line, _, _ := strings.Cut(v, "\n")
+			if len(line) > 60 {
+				line = strings.ToValidUTF8(line[:60], "")
+			}
+			return strconv.Quote(line) + fmt.Sprintf(" and %d more bytes", len(v)-len(line))
+		}
+		return strconv.Quote(v)
 	}
 	return "a YAML document"
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"reflect"
 
 	"github.com/phalanx-sched/phalanx/config"
 )
@@ -17,7 +18,17 @@ func applyConfig(fs *flag.FlagSet, path, command string) error {
 		return fmt.Errorf("--config %w", err)
 	}
 	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fs.Visit(func(f *flag.Flag) {
+		given[f.Name] = true
+		// A flag given under another of its names (phalanx simulate's
+		// --hold-failed for --hold-failed-member) wins over the file too:
+		// two names of one variable hold the same Value.
+		fs.VisitAll(func(g *flag.Flag) {
+			if sameVariable(g.Value, f.Value) {
+				given[g.Name] = true
+			}
+		})
+	})
 	for _, v := range c.FlagValues(command) {
 		if fs.Lookup(v.Flag) == nil {
 			return fmt.Errorf("--config %s: %s: phalanx %s has no flag --%s", path, v.Field, command, v.Flag)
@@ -30,4 +41,11 @@ func applyConfig(fs *flag.FlagSet, path, command string) error {
 		}
 	}
 	return nil
+}
+
+// sameVariable reports whether two flag values set one variable: both
+// point at it.
+func sameVariable(a, b flag.Value) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
 }

@@ -114,6 +114,18 @@ scheduler:
 	if cfg.opt.ReserveAfter != 600 || cfg.opt.Reservations != 3 || cfg.opt.NoPreemption || cfg.opt.HoldFailed != 120 {
 		t.Errorf("simulate options after the file: %+v", cfg.opt)
 	}
+	// simulate's other name for the setting wins over the file as well.
+	cfg, err = parseSimulate([]string{"--config", path, "--hold-failed", "30s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.opt.HoldFailed != 30 {
+		t.Errorf("--hold-failed 30s over the file's 2m: %d s", cfg.opt.HoldFailed)
+	}
+	if _, err := parseSimulate([]string{"--hold-failed", "1m", "--hold-failed-member", "2m"}); err == nil ||
+		!strings.Contains(err.Error(), "give one of them") {
+		t.Errorf("both names of one setting: %v", err)
+	}
 }
 
 // TestConfigErrors: a bad file stops either command before it does

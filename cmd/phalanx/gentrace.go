@@ -24,7 +24,7 @@ func newGenTraceFlagSet(f *genTraceFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("phalanx gen-trace", flag.ContinueOnError)
 	fs.Uint64Var(&f.seed, "seed", 1, "`N` selects the trace: the same flags give the same file")
 	fs.IntVar(&f.jobs, "jobs", 20000, "`N` jobs")
-	fs.IntVar(&f.gpus, "gpus", 512, "the load is relative to a cluster of `G` GPUs (simulate it with --nodes and --gpus-per-node to match)")
+	fs.IntVar(&f.gpus, "gpus", 512, "the load is relative to a cluster of `G` GPUs, at least 64, the largest job drawn (simulate it with --nodes and --gpus-per-node to match)")
 	fs.StringVar(&f.load, "load", "overloaded",
 		"offered load `L` while jobs arrive: light (0.6), overloaded (1.3) or a number (GPU-seconds asked for over GPU-seconds there are)")
 	fs.IntVar(&f.queues, "queues", 6, "`Q` queues (the vc column q0, q1, ...), q0 with the most jobs")

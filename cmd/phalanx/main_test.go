@@ -41,8 +41,8 @@ func TestUsageErrors(t *testing.T) {
 		{"two inputs", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--scenario", "y.yaml"}, "--trace and --scenario are exclusive"},
 		{"trace without cluster", []string{"simulate", "--trace", "x.csv"}, "--trace needs --nodes and --gpus-per-node"},
 		{"nodes without trace", []string{"simulate", "--nodes", "4"}, "--nodes applies only to --trace"},
-		{"zero nodes", []string{"simulate", "--trace", "x.csv", "--nodes", "0", "--gpus-per-node", "8"}, "must be positive"},
-		{"negative racks", []string{"simulate", "--trace", "x.csv", "--nodes", "4", "--gpus-per-node", "8", "--nodes-per-rack", "-1"}, "--nodes-per-rack not negative"},
+		{"zero nodes", []string{"simulate", "--trace", "x.csv", "--nodes", "0", "--gpus-per-node", "8"}, "--nodes 0: give more than 0"},
+		{"negative racks", []string{"simulate", "--trace", "x.csv", "--nodes", "4", "--gpus-per-node", "8", "--nodes-per-rack", "-1"}, "--nodes-per-rack -1: give 0 or more"},
 		{"racks without trace", []string{"simulate", "--nodes-per-rack", "4"}, "--nodes-per-rack applies only to --trace"},
 		{"unknown policy", []string{"simulate", "--policy", "phalanx,drf"}, `unknown policy "drf"; valid policies: phalanx, pod-by-pod, fifo-gang, volcano, volcano-binpack`},
 		{"empty policy", []string{"simulate", "--policy", "phalanx,"}, "empty name"},
@@ -62,6 +62,8 @@ func TestUsageErrors(t *testing.T) {
 		{"negative forecast period", []string{"simulate", "--forecast-every", "-1h"}, "--forecast-every -1h0m0s: give whole seconds, 0 or more"},
 		{"fractional forecast period", []string{"simulate", "--forecast-every", "90.5s"}, "--forecast-every 1m30.5s: give whole seconds"},
 		{"too many reservations", []string{"simulate", "--reservations", "65"}, "--reservations 65: give 1 to 64"},
+		{"records over the trace", []string{"simulate", "--trace", "x.csv", "--nodes", "1", "--gpus-per-node", "8", "--jobs-out", "./x.csv"}, `--jobs-out "./x.csv" is the --trace file`},
+		{"plot over the scenario", []string{"simulate", "--scenario", filepath.Join(dir, "s.svg"), "--plot", filepath.Join(dir, "s.svg")}, "is the --scenario file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

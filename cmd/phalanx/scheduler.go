@@ -263,6 +263,10 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "phalanx scheduler: --kube-api-qps %v and --kube-api-burst %d: give more than 0\n", f.qps, f.burst)
 		return 2
 	}
+	if f.bindWorkers < 1 || f.cyclePeriod <= 0 {
+		fmt.Fprintf(stderr, "phalanx scheduler: --bind-workers %d and --cycle-period %v: give more than 0\n", f.bindWorkers, f.cyclePeriod)
+		return 2
+	}
 	opts := scheduler.Options{ReserveAfter: f.reserveAfter, PreemptionGracePeriod: f.preemptionGrace,
 		HoldFailedMember: f.holdFailed, ReclaimAfter: f.reclaimAfter, Reservations: f.reservations, ReserveByWork: f.reserveByWork,
 		PartialGangTimeout: f.partialTimeout, ForecastPeriod: f.forecastPeriod, ForecastHorizon: f.forecastHorizon}

@@ -54,6 +54,8 @@ func TestSchedulerRejectsBadFlags(t *testing.T) {
 		{[]string{"--reservations=65"}, "--reservations 65: give 1 to 64"},
 		{[]string{"--kube-api-burst=0"}, "--kube-api-burst 0: give more than 0"},
 		{[]string{"--kube-api-qps=0"}, "--kube-api-qps 0 and"},
+		{[]string{"--bind-workers=0"}, "--bind-workers 0 and --cycle-period 1s: give more than 0"},
+		{[]string{"--cycle-period=0s"}, "--bind-workers 32 and --cycle-period 0s: give more than 0"},
 		{[]string{"--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=5s"}, "< --leader-elect-lease-duration (5s)"},
 		{[]string{"--leader-elect-retry-period=0s"}, "0 < --leader-elect-retry-period (0s)"},
 		{[]string{"--partial-gang-timeout=-1s"}, "--partial-gang-timeout -1s is negative"},

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -194,6 +195,11 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	if fs.NArg() > 0 {
 		return simulateConfig{}, usagef("unexpected argument %q (inputs are given with --trace or --scenario)", fs.Arg(0))
 	}
+	given := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if given["hold-failed"] && given["hold-failed-member"] {
+		return simulateConfig{}, usagef("--hold-failed and --hold-failed-member are one setting: give one of them")
+	}
 	if f.config != "" {
 		if err := applyConfig(fs, f.config, "simulate"); err != nil {
 			return simulateConfig{}, usagef("%v", err)
@@ -205,6 +211,10 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	cfg := simulateConfig{trace: f.trace, scenario: f.scenario, output: f.output, plot: f.plot, jobsOut: f.jobsOut,
 		options: map[string]string{}}
 	fs.VisitAll(func(fl *flag.Flag) { cfg.options[fl.Name] = fl.Value.String() })
+	holdFailedName := "hold-failed"
+	if set["hold-failed-member"] {
+		holdFailedName = "hold-failed-member"
+	}
 	for _, d := range []struct {
 		name  string
 		value time.Duration
@@ -214,7 +224,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		{"reserve-ahead", f.reserveAhead, &cfg.opt.ReserveAhead},
 		{"reserve-by-work", f.reserveByWork, &cfg.opt.ReserveByWork},
 		{"grace-period", f.gracePeriod, &cfg.opt.GracePeriod},
-		{"hold-failed", f.holdFailed, &cfg.opt.HoldFailed},
+		{holdFailedName, f.holdFailed, &cfg.opt.HoldFailed},
 		{"reclaim-after", f.reclaimAfter, &cfg.opt.ReclaimAfter},
 		{"preempt-min-runtime", f.preemptMinRuntime, &cfg.opt.PreemptMinRuntime},
 		{"reclaim-min-runtime", f.reclaimMinRuntime, &cfg.opt.ReclaimMinRuntime},
@@ -258,8 +268,18 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		if !set["nodes"] || !set["gpus-per-node"] {
 			return cfg, usagef("--trace needs --nodes and --gpus-per-node: the trace does not say what cluster it ran on")
 		}
-		if f.nodes <= 0 || f.gpusPerNode <= 0 || f.maxJobs < 0 || f.nodesPerRack < 0 {
-			return cfg, usagef("--nodes and --gpus-per-node must be positive and --max-jobs and --nodes-per-rack not negative")
+		for _, c := range []struct {
+			flag     string
+			value    int
+			positive bool
+		}{{"nodes", f.nodes, true}, {"gpus-per-node", f.gpusPerNode, true}, {"max-jobs", f.maxJobs, false}, {"nodes-per-rack", f.nodesPerRack, false}} {
+			if c.value < 0 || c.positive && c.value == 0 {
+				want := "more than 0"
+				if !c.positive {
+					want = "0 or more"
+				}
+				return cfg, usagef("--%s %d: give %s", c.flag, c.value, want)
+			}
 		}
 		cfg.traceOpt = workload.TraceOptions{Nodes: f.nodes, GPUsPerNode: f.gpusPerNode, MaxJobs: f.maxJobs, NodesPerRack: f.nodesPerRack}
 		if cfg.queueWeights, err = workload.ParseQueueWeights(f.queueWeights); err != nil {
@@ -292,7 +312,28 @@ func parseSimulate(args []string) (simulateConfig, error) {
 	if f.plot != "" && filepath.Clean(f.plot) == filepath.Clean(f.jobsOut) {
 		return cfg, usagef("--plot and --jobs-out name the same file %q", f.plot)
 	}
+	for _, out := range []struct{ flag, path string }{{"plot", f.plot}, {"jobs-out", f.jobsOut}} {
+		for _, in := range []struct{ flag, path string }{{"trace", f.trace}, {"scenario", f.scenario}, {"config", f.config}} {
+			if out.path != "" && in.path != "" && sameFile(out.path, in.path) {
+				return cfg, usagef("--%s %q is the --%s file: writing it would destroy the input", out.flag, out.path, in.flag)
+			}
+		}
+	}
 	return cfg, nil
+}
+
+// sameFile reports whether a and b name one file: the same path, or two
+// paths to one existing file.
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // outputs returns the files cfg writes besides stdout.
@@ -332,6 +373,10 @@ func writable(path string) error {
 	}
 	probe, err := os.CreateTemp(dir, ".phalanx-write-check-*")
 	if err != nil {
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err // the probe's own name means nothing to the user
+		}
 		return fmt.Errorf("%s: cannot write in %s: %w", path, dir, err)
 	}
 	probe.Close()

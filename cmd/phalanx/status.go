@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,10 +14,13 @@ import (
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // phalanx status reads what the scheduler wrote into the API (Queues' and
@@ -61,36 +65,52 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { statusUsage(stderr) }
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG or the in-cluster service account")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; empty means $KUBECONFIG, ~/.kube/config or the in-cluster service account, as kubectl")
 	namespace := fs.String("n", "", "gangs: only this namespace (default: all)")
 	queue := fs.String("queue", "", "gangs: only this queue")
 	output := fs.String("o", "", "gangs: wide prints each message whole")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	// Flags may follow the arguments, as with kubectl.
+	var positional []string
+	for rest := args[1:]; ; {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional, rest = append(positional, fs.Arg(0)), fs.Args()[1:]
 	}
 	var target string
 	switch sub {
 	case "queues", "gangs":
-		if *output != "" && (sub != "gangs" || *output != "wide") {
-			fmt.Fprintf(stderr, "phalanx status %s: -o %q: only phalanx status gangs takes -o, and only wide\n", sub, *output)
+		switch {
+		case *output != "" && sub == "queues":
+			fmt.Fprintf(stderr, "phalanx status queues: -o %q: phalanx status queues takes no -o\n", *output)
+			return 2
+		case *output != "" && *output != "wide":
+			fmt.Fprintf(stderr, "phalanx status gangs: -o %q: the only output is -o wide\n", *output)
 			return 2
 		}
-		if fs.NArg() > 0 {
-			fmt.Fprintf(stderr, "phalanx status %s: unexpected arguments: %s\n", sub, strings.Join(fs.Args(), " "))
+		if len(positional) > 0 {
+			fmt.Fprintf(stderr, "phalanx status %s: unexpected arguments: %s\n", sub, strings.Join(positional, " "))
 			return 2
 		}
 	case "explain":
-		if fs.NArg() != 1 || strings.Count(fs.Arg(0), "/") != 1 {
+		ns, name, ok := "", "", len(positional) == 1
+		if ok {
+			ns, name, ok = strings.Cut(positional[0], "/")
+		}
+		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 			fmt.Fprintln(stderr, "phalanx status explain: want one NAMESPACE/NAME of a PodGroup")
 			return 2
 		}
-		target = fs.Arg(0)
+		target = positional[0]
 	default:
 		fmt.Fprintf(stderr, "phalanx status: unknown view %q (queues, gangs or explain)\n\n", sub)
 		statusUsage(stderr)
 		return 2
 	}
-	cfg, err := restConfig(*kubeconfig)
+	cfg, err := clientConfig(*kubeconfig)
 	if err != nil {
 		fmt.Fprintf(stderr, "phalanx status: %v\n", err)
 		return 1
@@ -118,10 +138,41 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 		err = c.explain(ctx, stdout, ns, name)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "phalanx status %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "phalanx status %s: %v\n", sub, apiError(err, cfg.Host))
 		return 1
 	}
 	return 0
+}
+
+// clientConfig finds the API server as kubectl does: the file given, else
+// $KUBECONFIG, else ~/.kube/config, else the in-cluster service account.
+func clientConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		if in, inErr := rest.InClusterConfig(); inErr == nil {
+			return in, nil
+		}
+		return nil, fmt.Errorf("no cluster to read: give --kubeconfig FILE, set KUBECONFIG, or write ~/.kube/config")
+	}
+	return cfg, err
+}
+
+// apiError adds to an error of the API server what a user can do about it.
+func apiError(err error, host string) error {
+	var status apierrors.APIStatus
+	switch {
+	case errors.As(err, &status) && apierrors.IsNotFound(err) &&
+		strings.HasPrefix(status.Status().Message, "the server could not find the requested resource"):
+		// Not an object that is missing (its message names it) but the
+		// resource: client-go's words for a bare 404.
+		return fmt.Errorf("%w: the API server at %s does not serve Phalanx's PodGroups and Queues; install the CRDs "+
+			"(kubectl apply -f deploy/crds, or the Helm chart charts/phalanx)", err, host)
+	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
+		return fmt.Errorf("%w: the API server at %s did not answer within 30 s", err, host)
+	}
+	return err
 }
 
 func (c statusClients) queues(ctx context.Context, out io.Writer) error {

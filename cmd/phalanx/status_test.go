@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -181,6 +185,7 @@ func TestStatusExplainArrivalsCaveat(t *testing.T) {
 
 func TestStatusUsageErrors(t *testing.T) {
 	for _, args := range [][]string{{"status"}, {"status", "nonsense"}, {"status", "explain"}, {"status", "explain", "no-slash"}, {"status", "queues", "extra"},
+		{"status", "explain", "/x"}, {"status", "explain", "ns/"}, {"status", "explain", "a/b/c"}, {"status", "explain", "a/b", "c/d"},
 		{"status", "gangs", "-o", "json"}, {"status", "queues", "-o", "wide"}} {
 		if code, _, _ := runArgs(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
@@ -213,5 +218,31 @@ func TestStatusExplainReservedNodes(t *testing.T) {
 		if got := strings.Contains(out.String(), hint); got != want {
 			t.Errorf("%s: the hint on reserved nodes printed %v, want %v:\n%s", name, got, want, out.String())
 		}
+	}
+}
+
+// TestStatusWithoutCRDs: against an API server that does not serve
+// PodGroups and Queues, phalanx status says to install the CRDs; flags
+// given after the PodGroup's name count.
+func TestStatusWithoutCRDs(t *testing.T) {
+	server := httptest.NewServer(http.NotFoundHandler())
+	defer server.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	text := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: " + server.URL + "}\n" +
+		"contexts:\n- name: c\n  context: {cluster: c, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {}\n"
+	if err := os.WriteFile(kubeconfig, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status", "queues", "--kubeconfig", kubeconfig}, {"status", "explain", "ns/x", "--kubeconfig", kubeconfig}} {
+		code, _, stderr := runArgs(t, args...)
+		if code != 1 || !strings.Contains(stderr, "install the CRDs") || !strings.Contains(stderr, server.URL) {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and a message naming the server and the CRDs", args, code, stderr)
+		}
+	}
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	if code, _, stderr := runArgs(t, "status", "queues"); code != 1 || !strings.Contains(stderr, "give --kubeconfig FILE, set KUBECONFIG, or write ~/.kube/config") {
+		t.Errorf("no kubeconfig: exit %d, stderr %q", code, stderr)
 	}
 }
