@@ -90,9 +90,15 @@ func constraintsKey(sel map[string]string, terms []corev1.NodeSelectorTerm, tols
 	return b.String()
 }
 
+// nodeNameKey holds, among the labels of a node in the core's snapshot
+// only, the node's name (SetNode), for matchFields on metadata.name. The
+// '@' makes it a key no real label can have.
+const nodeNameKey = "phalanx.dev/@metadata.name"
+
 // coreTerms converts node selector terms into the core's: matchFields can
-// only name metadata.name, which becomes a requirement on the hostname
-// label every node carries (SetNode adds it where missing).
+// only name metadata.name, which becomes a requirement on the node's name
+// (nodeNameKey), as kube-scheduler matches it, whatever its hostname label
+// says.
 func coreTerms(terms []corev1.NodeSelectorTerm) []core.NodeSelectorTerm {
 	out := make([]core.NodeSelectorTerm, 0, len(terms))
 	for _, t := range terms {
@@ -104,7 +110,7 @@ func coreTerms(terms []corev1.NodeSelectorTerm) []core.NodeSelectorTerm {
 		for _, f := range t.MatchFields {
 			if f.Key == "metadata.name" {
 				term.MatchExpressions = append(term.MatchExpressions, core.Requirement{
-					Key: corev1.LabelHostname, Operator: core.SelectorOperator(f.Operator), Values: append([]string(nil), f.Values...)})
+					Key: nodeNameKey, Operator: core.SelectorOperator(f.Operator), Values: append([]string(nil), f.Values...)})
 			}
 		}
 		out = append(out, term)

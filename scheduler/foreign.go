@@ -39,7 +39,9 @@ type foreignSpec struct {
 }
 
 // fromForeign converts another scheduler's PodGroup into ours, keeping the
-// annotations that carry what our spec has fields for (gangspec.go). Fields
+// annotations that carry what our spec has fields for (gangspec.go), the
+// scheduler that claims it (claimsForeign) and, where its API has no queue,
+// the queue the annotation scheduling.phalanx.dev/queue names. Fields
 // Phalanx does not know are ignored; a spec it cannot read is an error that
 // names the object and the field, among them a number its field cannot hold
 // (minMember 2147483648 is not wrapped around). A minMember below 1 is
@@ -54,10 +56,14 @@ func fromForeign(u *unstructured.Unstructured) (*v1alpha1.PodGroup, error) {
 		return nil, fmt.Errorf("%s %s/%s: %w", u.GroupVersionKind().GroupKind(), u.GetNamespace(), u.GetName(), err)
 	}
 	annotations := map[string]string{annotationForeignAPI: u.GetAPIVersion()}
-	for _, key := range []string{AnnotationEstimatedRuntime, AnnotationRequiredTopology, AnnotationGPUModel} {
+	for _, key := range []string{AnnotationEstimatedRuntime, AnnotationRequiredTopology, AnnotationGPUModel, AnnotationSchedulerName} {
 		if v, ok := u.GetAnnotations()[key]; ok {
 			annotations[key] = v
 		}
+	}
+	if spec.Queue == "" {
+		// scheduler-plugins' API has no queue: an annotation gives one.
+		spec.Queue = u.GetAnnotations()[AnnotationQueue]
 	}
 	return &v1alpha1.PodGroup{
 		ObjectMeta: metav1.ObjectMeta{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/core"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -272,16 +273,55 @@ func TestForeignPodGroupKeepsSpecAnnotations(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
 		"metadata": map[string]any{"name": "tfjob", "namespace": "ns", "annotations": map[string]any{
-			AnnotationEstimatedRuntime: "2h", AnnotationGPUModel: "A100", "unrelated": "x"}},
+			AnnotationEstimatedRuntime: "2h", AnnotationGPUModel: "A100", AnnotationSchedulerName: "phalanx-b", "unrelated": "x"}},
 		"spec": map[string]any{"minMember": int64(2)},
 	}}
 	pg, err := fromForeign(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{annotationForeignAPI: "scheduling.volcano.sh/v1beta1", AnnotationEstimatedRuntime: "2h", AnnotationGPUModel: "A100"}
+	want := map[string]string{annotationForeignAPI: "scheduling.volcano.sh/v1beta1", AnnotationEstimatedRuntime: "2h", AnnotationGPUModel: "A100",
+		AnnotationSchedulerName: "phalanx-b"}
 	if diff := cmp.Diff(want, pg.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	// The instance the annotation names claims the PodGroup before its pods
+	// exist; another does not, though it serves Volcano's name.
+	for names, want := range map[string]bool{"phalanx-b": true, "phalanx,volcano": false} {
+		s := NewStore(strings.Split(names, ","))
+		if got := s.claimsForeign("scheduling.volcano.sh", pg.Annotations); got != want {
+			t.Errorf("scheduler %s claims a PodGroup annotated for phalanx-b: %v, want %v", names, got, want)
+		}
+	}
+}
+
+// TestForeignPodGroupQueue: scheduler-plugins' PodGroups have no queue; the
+// PodGroup's annotation names one, or else its members' annotation.
+func TestForeignPodGroupQueue(t *testing.T) {
+	plugins := func(name string, annotations map[string]any) *v1alpha1.PodGroup {
+		t.Helper()
+		pg, err := fromForeign(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+			"metadata": map[string]any{"name": name, "namespace": "ns", "annotations": annotations},
+			"spec":     map[string]any{"minMember": int64(1)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pg
+	}
+	s := NewStore([]string{"phalanx"})
+	s.SetForeignPodGroup("scheduling.x-k8s.io", plugins("annotated", map[string]any{AnnotationQueue: "research"}), nil)
+	s.SetForeignPodGroup("scheduling.x-k8s.io", plugins("bare", nil), nil)
+	s.SetForeignPodGroup("scheduling.x-k8s.io", plugins("plain", nil), nil)
+	s.SetPod(testPod("a-0").Group("annotated").Annotate(AnnotationQueue, "ignored").Obj())
+	s.SetPod(testPod("b-0").Group("bare").Annotate(AnnotationQueue, "team-b").Obj())
+	s.SetPod(testPod("p-0").Group("plain").Obj())
+	_, views := s.Snapshot()
+	for key, want := range map[string]string{"ns/annotated": "research", "ns/bare": "team-b", "ns/plain": v1alpha1.DefaultQueue} {
+		if v := views[key]; v == nil || v.queue != want {
+			t.Errorf("%s: view %+v, want queue %s", key, v, want)
+		}
 	}
 }
 

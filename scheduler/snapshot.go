@@ -164,8 +164,13 @@ func (s *Store) view(g *gangInfo) *gangView {
 		v.podGroup = pg
 		v.minMember = int(pg.Spec.MinMember)
 		v.arrival = pg.CreationTimestamp.Unix()
-		if pg.Spec.Queue != "" {
+		switch {
+		case pg.Spec.Queue != "":
 			v.queue = pg.Spec.Queue
+		case first != nil:
+			// A PodGroup API without queues (scheduler-plugins'): the
+			// members' annotation names it, as for pods without one.
+			v.queue = queueAnnotation(first.pod)
 		}
 		if pc := pg.Spec.PriorityClassName; pc != "" {
 			value, ok := s.priorities[pc]

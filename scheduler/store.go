@@ -276,13 +276,14 @@ func (s *Store) SetNode(n *corev1.Node) {
 	// (podInfo.problem).
 	info.alloc = n.Status.Allocatable
 	alloc := s.res.known(n.Status.Allocatable)
-	labels := make(map[string]string, len(n.Labels)+1)
+	labels := make(map[string]string, len(n.Labels)+2)
 	for k, v := range n.Labels {
 		labels[k] = v
 	}
 	if _, ok := labels[corev1.LabelHostname]; !ok {
 		labels[corev1.LabelHostname] = n.Name
 	}
+	labels[nodeNameKey] = n.Name
 	var taints []core.Taint
 	for _, t := range n.Spec.Taints {
 		taints = append(taints, core.Taint{Key: t.Key, Value: t.Value, Effect: core.TaintEffect(t.Effect)})

@@ -166,3 +166,22 @@ func TestVolumeZoneLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchFieldsOnNodeName: matchFields on metadata.name, in a volume's
+// node affinity, matches the node's name, not its hostname label, which may
+// differ (cloud nodes are often named by their provider's ID).
+func TestMatchFieldsOnNodeName(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	s.SetQueue(testQueue("default"))
+	for _, name := range []string{"node-a", "node-b"} {
+		n := testNode(name, 8)
+		n.Labels = map[string]string{corev1.LabelHostname: "host-of-" + name}
+		s.SetNode(n)
+	}
+	s.SetVolume(localVolume("pv", "node-b"))
+	s.SetClaim(testClaim("data", "pv", "local"))
+	s.SetPod(testPod("train").GPUs(1).Claim("data").Obj())
+	if bound, waiting := outcome(t, s); bound["train"] != "node-b" {
+		t.Errorf("bound %v, waiting %v; want train on node-b, the volume's node by name", bound, waiting)
+	}
+}
