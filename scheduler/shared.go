@@ -115,6 +115,12 @@ func (s *sharer) resourceList(l corev1.ResourceList) corev1.ResourceList {
 		q := l[corev1.ResourceName(k)]
 		s.key = append(append(s.key, k...), 0, byte(len(q.Format)))
 		s.key = append(s.key, q.Format...)
+		if q.IsZero() {
+			// CanonicalizeBytes returns a constant for zero, not the key
+			// it was given to append to.
+			s.key = append(s.key, '0', 0)
+			continue
+		}
 		num, suffix := q.CanonicalizeBytes(s.key)
 		s.key = append(append(num, suffix...), 0)
 	}

@@ -52,6 +52,13 @@ func TestSharerKeepsEveryPodAsItWas(t *testing.T) {
 		func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
 		},
+		// A zero amount: its key must keep what came before it.
+		func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("0")}
+		},
+		func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("0")
+		},
 		// Printed alike ("1500m"), but a sum with them prints otherwise.
 		func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(1500, resource.BinarySI)
