@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,11 @@ type apiWatcher struct {
 type runningAPI struct {
 	inf  cache.SharedIndexInformer
 	stop context.CancelFunc
+	// delivered holds, by namespace/name, the objects the loop was given
+	// and not yet told are gone: what stopAPI removes from the store. The
+	// informer's own cache may have dropped an object whose deletion still
+	// waits in the inbox, and that event is dropped once it stops.
+	delivered map[string]any
 }
 
 // start runs an informer for api, unless one runs; it returns the
@@ -54,17 +60,25 @@ func (w *apiWatcher) start(api optionalAPI, statusSub bool) cache.InformerSynced
 		return nil
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(w.s.opts.Dynamic, api.gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
-	r := &runningAPI{inf: inf}
+	r := &runningAPI{inf: inf, delivered: map[string]any{}}
 	// Events still queued when the informer is stopped are dropped: its
 	// objects have left the store.
-	current := func(f func(any)) func(any) {
+	current := func(f func(any), deleted bool) func(any) {
 		return func(obj any) {
-			if w.running[api.gvr] == r {
-				f(obj)
+			if w.running[api.gvr] != r {
+				return
 			}
+			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+				if deleted {
+					delete(r.delivered, key)
+				} else {
+					r.delivered[key] = obj
+				}
+			}
+			f(obj)
 		}
 	}
-	reg, err := inf.AddEventHandler(w.s.handlerFuncs(w.ctx, current(api.set), current(api.del)))
+	reg, err := inf.AddEventHandler(w.s.handlerFuncs(w.ctx, current(api.set, false), current(api.del, true)))
 	if err != nil {
 		return nil
 	}
@@ -88,8 +102,8 @@ func (w *apiWatcher) stopAPI(api optionalAPI) {
 	}
 	r.stop()
 	delete(w.running, api.gvr)
-	for _, obj := range r.inf.GetStore().List() {
-		api.del(obj)
+	for _, key := range slices.Sorted(maps.Keys(r.delivered)) {
+		api.del(r.delivered[key])
 	}
 	klog.FromContext(w.ctx).Info("Stopped reading an API whose CustomResourceDefinition is gone",
 		"apiVersion", api.gvr.GroupVersion().String(), "resource", api.gvr.Resource)

@@ -13,11 +13,20 @@ import (
 // affinity and terms about other pods (podterms.go) (the members of one
 // job, typically) share one *core.Constraints, which lets the core
 // remember per cycle that such a member found no node.
+//
+// It forgets everything when one of its maps holds constraintsMax entries:
+// pods keep the constraints they were given, and only pods read after that
+// stop sharing with those read before. Nothing is removed as pods go, so
+// without the bound a cluster whose nodes come and go would keep the
+// constraints of every DaemonSet pod pinned to a node that ever was.
 type constraintsCache struct {
 	byKey map[string]*core.Constraints
 	// labelled holds constraints with a label added (withLabel).
 	labelled map[labelledKey]*core.Constraints
 }
+
+// constraintsMax bounds each map of a constraintsCache.
+const constraintsMax = 1 << 14
 
 func newConstraintsCache() *constraintsCache {
 	return &constraintsCache{byKey: map[string]*core.Constraints{}, labelled: map[labelledKey]*core.Constraints{}}
@@ -56,6 +65,9 @@ func (c *constraintsCache) of(pod *corev1.Pod, volumes [][]corev1.NodeSelectorTe
 	}
 	for _, v := range volumes {
 		out.VolumeAffinity = append(out.VolumeAffinity, coreTerms(v))
+	}
+	if len(c.byKey) >= constraintsMax {
+		clear(c.byKey)
 	}
 	c.byKey[key] = out
 	return out

@@ -294,5 +294,9 @@ func (s *Scheduler) setVolcanoQueue(ctx context.Context) func(obj any) {
 func (s *Scheduler) deleteVolcanoQueue(obj any) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		delete(s.store.volcanoQueues, u.GetName())
+		if s.store.queues[u.GetName()] == nil {
+			s.store.SetUnreadableQueue(u.GetName(), "") // it may have been unreadable
+		}
+		s.store.forgetQueue(u.GetName())
 	}
 }

@@ -221,6 +221,9 @@ func (c *constraintsCache) withLabel(base *core.Constraints, key, value string) 
 		}
 		out.Affinity, out.Tolerations = base.Affinity, base.Tolerations
 	}
+	if len(c.labelled) >= constraintsMax {
+		clear(c.labelled)
+	}
 	c.labelled[k] = out
 	return out
 }

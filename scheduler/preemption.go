@@ -80,8 +80,10 @@ const evictionRetry = 10 * time.Second
 // status says until it runs.
 func (s *Store) EvictionRefused(uid types.UID, preemptor, why string) {
 	delete(s.evicting, uid)
-	s.refused[uid] = s.now().Add(evictionRetry).Unix()
-	s.touchPod(uid)
+	if s.pods[uid] != nil { // else it went meanwhile: nothing to keep
+		s.refused[uid] = s.now().Add(evictionRetry).Unix()
+		s.touchPod(uid)
+	}
 	s.refusals[preemptor] = why
 }
 

@@ -328,3 +328,19 @@ func TestEvictionOfAGonePod(t *testing.T) {
 		t.Errorf("GPU time lost %v, want %v", got, want)
 	}
 }
+
+// TestLateRefusalForgotten: a refused eviction whose answer comes back
+// after its pod and its preemptor went leaves nothing behind.
+func TestLateRefusalForgotten(t *testing.T) {
+	s, err := New(Options{Preemption: true}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), NewMetrics(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.SetQueue(testQueue("default"))
+	s.store.SetNode(testNode("a", 4))
+	s.store.EvictionRefused("uid-gone", "ns/placed-and-gone", "refused by a PodDisruptionBudget")
+	s.cycle(context.Background())
+	if len(s.store.refused) != 0 || len(s.store.refusals) != 0 {
+		t.Errorf("after a cycle: refused %v, refusals %v; want both empty", s.store.refused, s.store.refusals)
+	}
+}

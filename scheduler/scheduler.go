@@ -505,6 +505,11 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	for key := range s.verdicts {
 		if views[key] == nil {
 			delete(s.verdicts, key) // the gang is gone
+		}
+	}
+	for key := range s.store.refusals {
+		// A refusal may come back after its gang was placed or went.
+		if views[key] == nil {
 			s.store.ForgetRefusal(key)
 		}
 	}

@@ -127,3 +127,25 @@ func TestSharerForgets(t *testing.T) {
 		}
 	}
 }
+
+// TestConstraintsCacheForgets: pods pinned each to a node of its own (a
+// DaemonSet's, on a cluster whose nodes come and go) do not grow the cache
+// of constraints past its bound, and pods alike still share theirs.
+func TestConstraintsCacheForgets(t *testing.T) {
+	c := newConstraintsCache()
+	pinned := func(node string) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}}}
+	}
+	for i := range 3 * constraintsMax {
+		c.of(pinned(fmt.Sprintf("node-%d", i)), nil)
+		c.withLabel(nil, "gpu", fmt.Sprint(i))
+	}
+	if len(c.byKey) > constraintsMax || len(c.labelled) > constraintsMax {
+		t.Errorf("the cache holds %d and %d constraints, more than %d", len(c.byKey), len(c.labelled), constraintsMax)
+	}
+	if a, b := c.of(pinned("n"), nil), c.of(pinned("n"), nil); a != b {
+		t.Errorf("two pods with the same constraints do not share them")
+	}
+}

@@ -2,8 +2,10 @@ package scheduler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +91,9 @@ func (s *Store) savedState() savedState {
 		}
 	}
 	for queue, r := range s.history {
+		if !s.hasQueue(queue) {
+			continue // restored for a queue deleted since: not carried on
+		}
 		for i := range r.finish {
 			if st.History == nil {
 				st.History = map[string][]savedRun{}
@@ -186,7 +191,15 @@ func (s *Scheduler) saveState() {
 	if s.stateName == "" {
 		return
 	}
-	data, err := json.Marshal(s.store.savedState())
+	st := s.store.savedState()
+	data, err := json.Marshal(st)
+	// A ConfigMap holds at most 1 MiB: with many queues, each keeps fewer
+	// of its latest runs, down to one, rather than the write being refused
+	// and the holds a new leader needs lost with them.
+	for keep := historySize / 2; err == nil && len(data) > stateBudget && keep >= 1; keep /= 2 {
+		st.keepLatestRuns(keep)
+		data, err = json.Marshal(st)
+	}
 	if err != nil || bytes.Equal(data, s.lastState) {
 		return
 	}
@@ -205,6 +218,21 @@ func (s *Scheduler) saveState() {
 		}
 		return err
 	}})
+}
+
+// stateBudget is the most the state ConfigMap's data is let grow to, under
+// the API server's 1 MiB for an object.
+const stateBudget = 900 << 10
+
+// keepLatestRuns keeps, of each queue's runs, the latest n by finish.
+func (st *savedState) keepLatestRuns(n int) {
+	for queue, runs := range st.History {
+		if len(runs) <= n {
+			continue
+		}
+		slices.SortStableFunc(runs, func(a, b savedRun) int { return cmp.Compare(a.Finish, b.Finish) })
+		st.History[queue] = runs[len(runs)-n:]
+	}
 }
 
 // kindState is the writer's kind for the state ConfigMap.

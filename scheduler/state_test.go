@@ -2,15 +2,18 @@ package scheduler
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
 	"github.com/phalanx-sched/phalanx/core"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestStateSurvivesRestart: a member of a running gang is lost; its room
@@ -134,4 +137,71 @@ func FuzzRestoreState(f *testing.F) {
 		}
 		s.Snapshot() // and the store still builds a snapshot
 	})
+}
+
+// TestDeletedQueueForgotten: the run times of a queue go with it, from the
+// store and from the state a new leader reads, so a cluster whose teams
+// come and go does not grow the ConfigMap past what the API server takes.
+func TestDeletedQueueForgotten(t *testing.T) {
+	s := NewStore([]string{"phalanx"})
+	for _, q := range []string{"kept", "gone", "volcano"} {
+		s.history[q] = &runTimes{}
+		s.history[q].addGang("ns/done", 100, 60, 30, 10)
+		s.historyGen[q]++
+	}
+	s.SetQueue(testQueue("kept"))
+	s.SetQueue(testQueue("gone"))
+	s.volcanoQueues["volcano"] = testQueue("volcano")
+	s.history["restored"] = &runTimes{} // restored from a former leader, its queue deleted meanwhile
+	s.history["restored"].addGang("ns/old", 50, 60, 30, 5)
+
+	s.DeleteQueue("gone")
+	s.DeleteQueue("volcano") // a Phalanx Queue of that name never existed; Volcano's still does
+	if _, ok := s.history["gone"]; ok || s.historyGen["gone"] != 0 {
+		t.Errorf("the deleted queue's run times are kept: %+v", s.history["gone"])
+	}
+	if s.history["volcano"] == nil {
+		t.Errorf("the run times of a queue that Volcano still serves were dropped")
+	}
+	var saved []string
+	for q := range s.savedState().History {
+		saved = append(saved, q)
+	}
+	slices.Sort(saved)
+	if want := []string{"kept", "volcano"}; !slices.Equal(saved, want) {
+		t.Errorf("state saves the run times of %v, want %v", saved, want)
+	}
+}
+
+// TestStateFitsAConfigMap: with more queues than a ConfigMap holds the
+// runs of, each keeps fewer of its latest, and the state stays writable.
+func TestStateFitsAConfigMap(t *testing.T) {
+	s, err := New(Options{}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stateName = "phalanx-state-phalanx"
+	for q := range 400 {
+		name := fmt.Sprintf("team-%03d", q)
+		s.store.SetQueue(testQueue(name))
+		s.store.history[name] = &runTimes{}
+		for i := range int64(historySize) {
+			s.store.history[name].addGang(fmt.Sprintf("%s/a-job-with-a-rather-long-name-%d", name, i), 1_700_000_000+i, 3600+i, 3000, 1_699_990_000+i)
+		}
+	}
+	if full, _ := json.Marshal(s.store.savedState()); len(full) <= stateBudget {
+		t.Fatalf("the test's state is %d bytes, within the budget: it tests nothing", len(full))
+	}
+	s.saveState()
+	if n := len(s.lastState); n == 0 || n > stateBudget {
+		t.Fatalf("state of %d bytes handed to the writer, want some and at most %d", n, stateBudget)
+	}
+	var st savedState
+	if err := json.Unmarshal(s.lastState, &st); err != nil {
+		t.Fatal(err)
+	}
+	runs := st.History["team-000"]
+	if len(runs) == 0 || len(runs) >= historySize || runs[len(runs)-1].Finish != 1_700_000_000+historySize-1 {
+		t.Errorf("team-000 keeps %d runs ending %+v; want fewer than %d, the latest among them", len(runs), runs[len(runs)-1:], historySize)
+	}
 }

@@ -613,6 +613,26 @@ func (s *Store) DeleteQueue(name string) {
 	s.epoch++
 	delete(s.queues, name)
 	delete(s.admissions, name)
+	s.forgetQueue(name)
+}
+
+// hasQueue reports whether a Queue of name exists, Phalanx's or Volcano's.
+func (s *Store) hasQueue(name string) bool {
+	return s.queues[name] != nil || s.volcanoQueues[name] != nil
+}
+
+// forgetQueue drops what is kept about a queue of name once none exists:
+// its run times (which the state ConfigMap would otherwise carry for ever)
+// and their generations. The epoch moves, so no view keeps a generation
+// of the history dropped (views.go).
+func (s *Store) forgetQueue(name string) {
+	if s.hasQueue(name) {
+		return
+	}
+	s.epoch++
+	delete(s.history, name)
+	delete(s.historyGen, name)
+	delete(s.factorGen, name)
 }
 
 // SetUnreadableQueue records that the Queue name could not be read, and

@@ -166,6 +166,7 @@ func (s *Scheduler) writeOne(ctx context.Context) bool {
 		// Refused as it is: writing the same again would be refused again.
 		// The loop keeps it as written, and writes when the status changes.
 		klog.FromContext(ctx).Error(err, "Status write refused", "kind", key.kind, "object", key.key)
+		w.queue.Forget(key) // its count of tries, from earlier failures, goes with it
 		return true
 	}
 	w.queue.Forget(key)
