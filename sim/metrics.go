@@ -177,9 +177,12 @@ func metrics(s *state, jobs []JobOutcome, end, last int64) Metrics {
 		m.GPUUtilizationArriving = figure(float64(arriving) / float64(capacity))
 	}
 	if end > from {
-		m.FairnessWindow = fairnessWindow(end - from)
-		f := windowedFairness(s, jobs, from, end, m.FairnessWindow)
+		window := fairnessWindow(end - from)
+		f := windowedFairness(s, jobs, from, end, window)
 		m.FairnessMean, m.FairnessWorst, m.FairnessLeastServed = f.mean, f.worst, f.leastMean
+		if f.mean != nil {
+			m.FairnessWindow = window // none to show when nothing ran
+		}
 	}
 	m.RackLocality = rackLocality(s)
 	m.PreemptedGangs, m.EvictedMembers = s.preemptedGangs, s.evictedMembers

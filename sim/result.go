@@ -69,7 +69,8 @@ type Metrics struct {
 	// of those deserved GPU-seconds that the queues did receive; their mean
 	// over the windows where anything ran, and the lowest.
 	// FairnessLeastServed is the mean over the same windows of the least
-	// queue's received over deserved. 1 is fair; nil when nothing ran.
+	// queue's received over deserved. 1 is fair; nil when nothing ran, and
+	// FairnessWindow then 0.
 	FairnessMean        *float64 `json:"fairness_mean"`
 	FairnessWorst       *float64 `json:"fairness_worst"`
 	FairnessLeastServed *float64 `json:"fairness_least_served"`

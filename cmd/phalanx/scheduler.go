@@ -282,7 +282,8 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, f); err != nil {
-		fmt.Fprintf(stderr, "phalanx scheduler: %v\n", err)
+		// The package's errors start with its name, the command's already.
+		fmt.Fprintf(stderr, "phalanx scheduler: %s\n", strings.TrimPrefix(err.Error(), "scheduler: "))
 		return 1
 	}
 	return 0
