@@ -71,6 +71,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzQueueReader -fuzztime $(FUZZTIME) ./scheduler
 	$(GO) test -run '^$$' -fuzz FuzzOwnerSpec -fuzztime $(FUZZTIME) ./scheduler
 	$(GO) test -run '^$$' -fuzz FuzzRestoreState -fuzztime $(FUZZTIME) ./scheduler
+	$(GO) test -run '^$$' -fuzz FuzzMembershipOf -fuzztime $(FUZZTIME) ./scheduler
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./config
 
 # Generated code: deepcopy functions and CRD manifests, from the kubebuilder

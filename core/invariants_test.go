@@ -79,6 +79,12 @@ func requireTopology(s *Snapshot, seed uint64) {
 // bound nothing, a gang's minimum within one domain of its required level;
 // and the same input gives the same plan.
 func TestCycleInvariants(t *testing.T) {
+	preempting := 0 // plans with evictions or holds, which checkPreemption checks
+	defer func() {
+		if preempting == 0 && !t.Failed() {
+			t.Errorf("no plan evicted or held anything: checkPreemption checked nothing")
+		}
+	}()
 	for seed := uint64(1); seed <= 40; seed++ {
 		for _, cfg := range []Config{{Ordering: FairShare}, {Ordering: StrictFIFO},
 			{Ordering: FairShare, Topology: randomTopology}, {Ordering: StrictFIFO, Topology: randomTopology},
@@ -108,6 +114,9 @@ func TestCycleInvariants(t *testing.T) {
 			plan, diag := run(t, s, o)
 			checkPlan(t, fmt.Sprintf("seed %d ordering %d", seed, o), s, plan, diag)
 			checkPreemption(t, fmt.Sprintf("seed %d ordering %d", seed, o), s, plan, diag)
+			if len(plan.Evictions) > 0 || len(plan.Holds) > 0 {
+				preempting++
+			}
 			plan2, diag2 := run(t, s, o)
 			if diff := cmp.Diff(plan, plan2); diff != "" {
 				t.Fatalf("seed %d: plans differ between two runs:\n%s", seed, diff)

@@ -147,6 +147,9 @@ func TestWriteJSONKeepsMetricsKeys(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
+	if len(got.Results) == 0 {
+		t.Fatalf("no results in the JSON:\n%s", out.String())
+	}
 	for _, r := range got.Results {
 		for k := range keys {
 			if _, ok := r[k]; !ok {

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -470,18 +468,28 @@ func TestOwnerCreatesPodGroup(t *testing.T) {
 	p.Spec.SchedulerName = "default-scheduler"
 	s.store.SetPod(p)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() {
-		cancel()
-		s.inflight.Wait()
-	}()
-	s.runWriters(ctx)
+	ctx := context.Background()
 	s.cycle(ctx)
-	var pg *v1alpha1.PodGroup
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		pg, err = client.SchedulingV1alpha1().PodGroups("ns").Get(ctx, "job-train", metav1.GetOptions{})
-		return err == nil, nil
-	})
+	// What the cycle handed the writer, carried out here, one by one: the
+	// creations of job-train and job-old (which exists: success), none for
+	// the other scheduler's Job.
+	for _, name := range []string{"job-train", "job-old"} {
+		job, ok := s.writer.take(writeKey{kindDerivedPodGroup, "ns/" + name})
+		if !ok {
+			t.Fatalf("the cycle did not hand the writer the creation of %s", name)
+		}
+		if err := job.do(ctx); err != nil {
+			t.Fatalf("creating %s: %v", name, err)
+		}
+	}
+	if _, ok := s.writer.take(writeKey{kindDerivedPodGroup, "ns/job-theirs"}); ok {
+		t.Errorf("the cycle would create a PodGroup for another scheduler's pods")
+	}
+	s.drain() // the writes' reports
+	if why := s.store.owners.failed["ns/job-old"]; why != "" {
+		t.Errorf("creating an existing PodGroup failed: %s", why)
+	}
+	pg, err := client.SchedulingV1alpha1().PodGroups("ns").Get(ctx, "job-train", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("PodGroup job-train not created: %v", err)
 	}
@@ -497,23 +505,11 @@ func TestOwnerCreatesPodGroup(t *testing.T) {
 		pg.Annotations[AnnotationSchedulerName] != "phalanx" {
 		t.Errorf("annotations %v labels %v", pg.Annotations, pg.Labels)
 	}
-	// The existing PodGroup was created again (AlreadyExists: success, no
-	// failure recorded), and none for the other scheduler's Job.
-	time.Sleep(100 * time.Millisecond)
-	s.drain() // the writer's reports
-	if why := s.store.owners.failed["ns/job-old"]; why != "" {
-		t.Errorf("creating an existing PodGroup failed: %s", why)
-	}
-	if _, err := client.SchedulingV1alpha1().PodGroups("ns").Get(ctx, "job-theirs", metav1.GetOptions{}); err == nil {
-		t.Errorf("a PodGroup was created for another scheduler's pods")
-	}
 	// A second cycle does not hand the creation again.
-	before := len(client.Actions())
 	s.cycle(ctx)
-	time.Sleep(50 * time.Millisecond)
-	for _, a := range client.Actions()[before:] {
-		if a.GetVerb() == "create" {
-			t.Errorf("a second cycle created again: %v", a)
+	for _, name := range []string{"job-train", "job-old", "job-theirs"} {
+		if _, ok := s.writer.take(writeKey{kindDerivedPodGroup, "ns/" + name}); ok {
+			t.Errorf("a second cycle hands the creation of %s again", name)
 		}
 	}
 }

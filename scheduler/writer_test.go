@@ -77,7 +77,8 @@ func TestStatusWritesCoalesce(t *testing.T) {
 		}
 		s.inflight.Wait()
 	}()
-	s.runWriters(ctx)
+	writersCtx, stopWriters := context.WithCancel(ctx)
+	s.runWriters(writersCtx)
 	s.cycle(ctx)
 	base := runtime.NumGoroutine()
 	for i := range cycles {
@@ -100,7 +101,8 @@ func TestStatusWritesCoalesce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the writer did not drain: %d pending", s.writer.pending())
 	}
-	time.Sleep(50 * time.Millisecond) // the last writes taken finish
+	stopWriters() // the writers finish the writes they took, then stop
+	s.inflight.Wait()
 	if n := writes.Load(); n > int64(2*objects) {
 		t.Errorf("%d writes for %d objects over %d cycles; want the newest status of each written, not every one", n, objects, cycles)
 	}

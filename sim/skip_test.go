@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -27,13 +26,11 @@ func TestSkippedCycles(t *testing.T) {
 		inputs = append(inputs, input{fmt.Sprintf("churn %d", seed), churnWorkload(seed, 150), false})
 	}
 	if !testing.Short() {
-		if _, err := os.Stat(phillyTrace); err == nil {
-			w, err := workload.ReadTraceFile(phillyTrace, workload.TraceOptions{Nodes: 16, GPUsPerNode: 8, MaxJobs: 800})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inputs = append(inputs, input{"philly 800", w, true})
+		w, err := workload.ReadTraceFile(phillyTrace, workload.TraceOptions{Nodes: 16, GPUsPerNode: 8, MaxJobs: 800})
+		if err != nil {
+			t.Fatalf("%v (the Philly trace lives in the shared traces folder next to the project)", err)
 		}
+		inputs = append(inputs, input{"philly 800", w, true})
 	}
 	variants := []struct {
 		policy string

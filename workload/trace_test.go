@@ -197,7 +197,7 @@ func TestPhilly(t *testing.T) {
 	const rows, k = 2000, 8
 	f, err := os.Open(phillyPath)
 	if os.IsNotExist(err) {
-		t.Skipf("the Philly trace is not at %s (it lives in the shared traces folder next to the project)", phillyPath)
+		t.Fatalf("the Philly trace is not at %s (it lives in the shared traces folder next to the project)", phillyPath)
 	}
 	if err != nil {
 		t.Fatal(err)

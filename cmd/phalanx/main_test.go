@@ -320,9 +320,12 @@ func TestProgress(t *testing.T) {
 	p := startProgress(&out, "in.csv", []string{"phalanx", "pod-by-pod"}, progressTiming{every: time.Millisecond})
 	p.callback(0)(50, 100)
 	p.finish(1)
-	time.Sleep(20 * time.Millisecond)
+	const want = "simulating in.csv: phalanx  50%, pod-by-pod done; "
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out.String(), want) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond) // the progress line comes every millisecond
+	}
 	p.close()
-	if !strings.Contains(out.String(), "simulating in.csv: phalanx  50%, pod-by-pod done; ") {
+	if !strings.Contains(out.String(), want) {
 		t.Errorf("progress output:\n%s", out.String())
 	}
 

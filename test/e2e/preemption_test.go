@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,7 +104,7 @@ func TestPreemption(t *testing.T) {
 	low := e.create(lowJob)
 	e.eventually(30*time.Second, "low runs", e.running(low))
 
-	high := e.create(gang("high").Members(1).GPUs(4).Queue(queue).PriorityClass(highPC).RunFor("6s"))
+	high := e.create(gang("high").Members(1).GPUs(4).Queue(queue).PriorityClass(highPC).RunFor("15s"))
 	e.eventually(30*time.Second, "low is evicted whole", e.gone(low))
 	e.eventually(10*time.Second, "an Event says why low's pods went",
 		e.eventOn("low-worker-0", "Preempted", "for gang", "high", "rule: preemption within a queue"))
@@ -127,13 +128,46 @@ func TestPreemptMinRuntime(t *testing.T) {
 
 	low := e.create(gang("low").Members(2).GPUs(4).Queue(queue).PriorityClass(lowPC).RunFor("120s"))
 	e.eventually(30*time.Second, "low runs", e.running(low))
-	started := time.Now()
+	// When low started, as the scheduler counts it: its pods' startTime.
+	pods, err := e.pods(e.ctx, low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started time.Time
+	for _, p := range pods {
+		if st := p.Status.StartTime; st != nil && (started.IsZero() || st.Time.Before(started)) {
+			started = st.Time
+		}
+	}
+	if started.IsZero() {
+		t.Fatal("low runs, but none of its pods has a startTime")
+	}
 
 	high := e.create(gang("high").Members(1).GPUs(4).Queue(queue).PriorityClass(highPC).RunFor("6s"))
 	e.consistently(5*time.Second, "low, younger than its queue's minimum run time, to keep running", all(e.running(low), e.noneBound(high)))
 	e.eventually(30*time.Second, "low is evicted whole once it has run 10 s", e.gone(low))
-	if ran := time.Since(started); ran < 7*time.Second { // started is when the test saw low run, a little after it did
-		t.Errorf("low was evicted %v after it ran, before its minimum run time of 10 s", ran)
+	// When it was evicted, as the API server stamped it: the first Preempted
+	// Event on its pods. Both clocks are the machine's, whole seconds, so
+	// the test's own delays do not count.
+	events, err := kube.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: "reason=Preempted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evicted time.Time
+	for _, ev := range events.Items {
+		at := ev.FirstTimestamp.Time
+		if at.IsZero() {
+			at = ev.EventTime.Time
+		}
+		if slices.Contains(low.pods, ev.InvolvedObject.Name) && !at.IsZero() && (evicted.IsZero() || at.Before(evicted)) {
+			evicted = at
+		}
+	}
+	switch ran := evicted.Sub(started); {
+	case evicted.IsZero():
+		t.Errorf("low is gone, but no Preempted Event names its pods")
+	case ran < 9*time.Second: // 10 s, less a second of rounding
+		t.Errorf("low was evicted %v after it started (%v, %v), before its minimum run time of 10 s", ran, started, evicted)
 	}
 	e.eventually(30*time.Second, "high runs", e.started(high))
 }

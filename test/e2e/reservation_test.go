@@ -133,16 +133,19 @@ func TestReserveAhead(t *testing.T) {
 
 // whileRunning checks c every pollInterval for as long as every pod of j
 // runs, and fails the test the first time it does not hold; it returns when
-// j's pods have finished.
+// j's pods have finished, and fails if they had before c was checked once.
 func (e *env) whileRunning(j *job, what string, c check) {
 	e.t.Helper()
-	for {
+	for checked := false; ; checked = true {
 		// c first: a failure counts only if j still ran after it was seen.
 		err := c(e.ctx)
 		if e.running(j)(e.ctx) != nil {
 			if done := e.inPhase(j, corev1.PodSucceeded)(e.ctx); done != nil {
 				e.dump()
 				e.t.Fatalf("while checking %s, job %s stopped running without succeeding: %v", what, j.name, done)
+			}
+			if !checked {
+				e.t.Fatalf("job %s had ended before %s could be checked once: the test checked nothing", j.name, what)
 			}
 			return
 		}
@@ -186,8 +189,8 @@ func TestStrictOrderQueue(t *testing.T) {
 	startScheduler(t)
 
 	// 3 + 3 GPUs cannot share a 4-GPU node: one job on each.
-	a := e.create(gang("a").Members(1).GPUs(3).Queue(queue).Estimate(8).RunFor("6s"))
-	b := e.create(gang("b").Members(1).GPUs(3).Queue(queue).Estimate(8).RunFor("6s"))
+	a := e.create(gang("a").Members(1).GPUs(3).Queue(queue).Estimate(12).RunFor("10s"))
+	b := e.create(gang("b").Members(1).GPUs(3).Queue(queue).Estimate(12).RunFor("10s"))
 	e.eventually(30*time.Second, "a and b run", all(e.running(a), e.running(b)))
 	head := e.create(gang("head").Members(1).GPUs(4).Queue(queue).RunFor("3s"))
 	next := e.create(gang("next").Members(1).GPUs(1).Queue(queue).RunFor("2s"))
