@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"reflect"
+	"strings"
+	"time"
 
 	"github.com/phalanx-sched/phalanx/config"
 )
@@ -48,4 +50,34 @@ func applyConfig(fs *flag.FlagSet, path, command string) error {
 func sameVariable(a, b flag.Value) bool {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Pointer() == vb.Pointer()
+}
+
+// parseHint adds to a flag package error what the flag's values look like,
+// where it only says "parse error": --reserve-after 3600 wants a unit.
+func parseHint(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, " for flag -")
+	if !ok || !strings.HasSuffix(msg, ": parse error") {
+		return msg
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return msg
+	}
+	getter, ok := f.Value.(flag.Getter)
+	if !ok {
+		return msg
+	}
+	switch getter.Get().(type) {
+	case time.Duration:
+		return msg + " (a duration with its unit, such as 90s, 30m or 24h)"
+	case int, int64:
+		return msg + " (a whole number)"
+	case uint, uint64:
+		return msg + " (a whole number, 0 or more)"
+	case float64:
+		return msg + " (a number)"
+	}
+	return msg
 }

@@ -60,7 +60,7 @@ func runGenTrace(args []string, stdout, stderr io.Writer) int {
 			genTraceUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "phalanx gen-trace: %v\n", err)
+		fmt.Fprintf(stderr, "phalanx gen-trace: %s\n", parseHint(fs, err))
 		return 2
 	}
 	if fs.NArg() > 0 {

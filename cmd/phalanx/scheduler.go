@@ -233,7 +233,11 @@ func runScheduler(args []string, stdout, stderr io.Writer) int {
 	var f schedulerFlags
 	fs := schedulerFlagSet(&f, stderr)
 	fs.Usage = func() { schedulerUsage(stderr) }
+	fs.SetOutput(io.Discard) // the error is printed below, with a hint
 	if err := fs.Parse(args); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "phalanx scheduler: %s\n", parseHint(fs, err))
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {

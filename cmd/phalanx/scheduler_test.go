@@ -49,6 +49,8 @@ func TestSchedulerRejectsBadFlags(t *testing.T) {
 		{[]string{"--topology=rack one"}, "not a label key"},
 		{[]string{"--gpu-model-label=a b"}, "--gpu-model-label"},
 		{[]string{"--reserve-after=-1m"}, "negative"},
+		{[]string{"--reserve-after=3600"}, "parse error (a duration with its unit, such as 90s, 30m or 24h)"},
+		{[]string{"--bogus"}, "phalanx scheduler: flag provided but not defined: -bogus"},
 		{[]string{"--reservations=-1"}, "--reservations -1: give 1 to 64"},
 		{[]string{"--reservations=0"}, "--reservations 0: give 1 to 64"},
 		{[]string{"--reservations=65"}, "--reservations 65: give 1 to 64"},

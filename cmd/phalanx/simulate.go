@@ -190,7 +190,7 @@ func parseSimulate(args []string) (simulateConfig, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return simulateConfig{}, err
 		}
-		return simulateConfig{}, &usageError{err.Error()}
+		return simulateConfig{}, &usageError{parseHint(fs, err)}
 	}
 	if fs.NArg() > 0 {
 		return simulateConfig{}, usagef("unexpected argument %q (inputs are given with --trace or --scenario)", fs.Arg(0))
