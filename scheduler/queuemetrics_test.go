@@ -143,29 +143,8 @@ func TestQueueMetrics(t *testing.T) {
 // TestEvictionMetrics: the pods of a gang evicted for preemption count
 // against their queue, with the GPU time they had run.
 func TestEvictionMetrics(t *testing.T) {
-	train0 := testPod("train-0").Group("train").GPUs(2).On("a", corev1.PodRunning).Obj()
-	train1 := testPod("train-1").Group("train").GPUs(2).On("b", corev1.PodRunning).Obj()
-	urgent := testPod("urgent").GPUs(4).Priority(100).Obj()
-	m := NewMetrics()
-	kube := fake.NewClientset(train0, train1, urgent)
-	s, err := New(Options{Preemption: true, Now: func() time.Time { return time.Unix(1600, 0) }}, kube,
-		phalanxfake.NewSimpleClientset(), m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.store.now = func() time.Time { return time.Unix(1000, 0) } // first seen bound at 1000
-	s.store.SetQueue(testQueue("default"))
-	s.store.SetNode(testNode("a", 4))
-	s.store.SetNode(testNode("b", 4))
-	s.store.SetPodGroup(testPodGroup("train", 2))
-	for _, p := range []*corev1.Pod{train0, train1, urgent} {
-		s.store.SetPod(p)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); s.inflight.Wait() }()
-	s.runCallers(ctx)
-	s.cycle(ctx)
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	m, ctx := preemptTrain(t, false)
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return len(gathered(t, m, "phalanx_queue_evicted_pods_total")) > 0 &&
 			gathered(t, m, "phalanx_queue_evicted_pods_total")[0] == "kind=preempt,queue=default 2", nil
 	})
@@ -292,30 +271,9 @@ func TestDashboardQueries(t *testing.T) {
 // its eviction is posted counts as gone, and not against its queue: no run
 // time was thrown away for the preemptor.
 func TestEvictionOfAGonePod(t *testing.T) {
-	train0 := testPod("train-0").Group("train").GPUs(2).On("a", corev1.PodRunning).Obj()
-	train1 := testPod("train-1").Group("train").GPUs(2).On("b", corev1.PodRunning).Obj()
-	urgent := testPod("urgent").GPUs(4).Priority(100).Obj()
-	m := NewMetrics()
-	kube := fake.NewClientset(train0, urgent) // train-1 ended since the store saw it
-	s, err := New(Options{Preemption: true, Now: func() time.Time { return time.Unix(1600, 0) }}, kube,
-		phalanxfake.NewSimpleClientset(), m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.store.now = func() time.Time { return time.Unix(1000, 0) }
-	s.store.SetQueue(testQueue("default"))
-	s.store.SetNode(testNode("a", 4))
-	s.store.SetNode(testNode("b", 4))
-	s.store.SetPodGroup(testPodGroup("train", 2))
-	for _, p := range []*corev1.Pod{train0, train1, urgent} {
-		s.store.SetPod(p)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); s.inflight.Wait() }()
-	s.runCallers(ctx)
-	s.cycle(ctx)
+	m, ctx := preemptTrain(t, true)
 	want := []string{"kind=preempt,result=gone 1", "kind=preempt,result=ok 1"}
-	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return cmp.Equal(gathered(t, m, "phalanx_evictions_total"), want), nil
 	})
 	if err != nil {
@@ -343,4 +301,38 @@ func TestLateRefusalForgotten(t *testing.T) {
 	if len(s.store.refused) != 0 || len(s.store.refusals) != 0 {
 		t.Errorf("after a cycle: refused %v, refusals %v; want both empty", s.store.refused, s.store.refusals)
 	}
+}
+
+// preemptTrain runs a cycle in which urgent, of higher priority, preempts
+// train, a gang of two pods of 2 GPUs bound since 1000 on nodes a and b, at
+// 1600; with gone, train-1 is gone from the API server already. The call
+// workers run until the test ends.
+func preemptTrain(t *testing.T, gone bool) (*Metrics, context.Context) {
+	t.Helper()
+	train0 := testPod("train-0").Group("train").GPUs(2).On("a", corev1.PodRunning).Obj()
+	train1 := testPod("train-1").Group("train").GPUs(2).On("b", corev1.PodRunning).Obj()
+	urgent := testPod("urgent").GPUs(4).Priority(100).Obj()
+	kube := fake.NewClientset(train0, train1, urgent)
+	if gone {
+		kube = fake.NewClientset(train0, urgent)
+	}
+	m := NewMetrics()
+	s, err := New(Options{Preemption: true, Now: func() time.Time { return time.Unix(1600, 0) }}, kube,
+		phalanxfake.NewSimpleClientset(), m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.now = func() time.Time { return time.Unix(1000, 0) } // first seen bound at 1000
+	s.store.SetQueue(testQueue("default"))
+	s.store.SetNode(testNode("a", 4))
+	s.store.SetNode(testNode("b", 4))
+	s.store.SetPodGroup(testPodGroup("train", 2))
+	for _, p := range []*corev1.Pod{train0, train1, urgent} {
+		s.store.SetPod(p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); s.inflight.Wait() })
+	s.runCallers(ctx)
+	s.cycle(ctx)
+	return m, ctx
 }
