@@ -114,9 +114,9 @@ gang() {
 # again as the standby. (Not in a subshell: it keeps track of the replicas.)
 failover() {
   local sig=$1 name=$2 leader standby t0 out=$work/watch-$2
-  if probe 0 /readyz; then leader=0; elif probe 1 /readyz; then leader=1; else die "no replica leads"; fi
+  if probe 0 /leaderz; then leader=0; elif probe 1 /leaderz; then leader=1; else die "no replica leads"; fi
   standby=$((1 - leader))
-  probe "$standby" /readyz && die "both replicas are ready"
+  probe "$standby" /leaderz && die "both replicas lead"
   : >"$out"
   "$kubectl" get pods -n "$ns" -l "gang=$name" --watch -o jsonpath='{.spec.nodeName}{"\n"}' >"$out" 2>/dev/null &
   watch_pid=$!
@@ -131,7 +131,7 @@ failover() {
   wait "$watch_pid" 2>/dev/null || true
   watch_pid=
   gone "${pids[leader]}"
-  probe "$standby" /readyz || die "the gang was bound but replica $standby is not ready"
+  probe "$standby" /leaderz || die "the gang was bound but replica $standby does not lead"
   start "$leader"
   await "the new standby serves /healthz" 60 probe "$leader" /healthz
   sleep "$(awk -v p="${timing[2]}" 'BEGIN { sub(/s$/, "", p); print 2 * p + 0.5 }')" # it has tried the Lease
@@ -156,7 +156,7 @@ for t in "15s 10s 2s" "4s 3s 1s"; do
   stop_all
   "$kubectl" delete lease -n "$ns" "$lease" --ignore-not-found >/dev/null
   start 0
-  await "replica 0 leads" 60 probe 0 /readyz
+  await "replica 0 leads" 60 probe 0 /leaderz
   start 1
   await "replica 1 serves /healthz" 60 probe 1 /healthz
   sleep "$(awk -v p="${timing[2]}" 'BEGIN { sub(/s$/, "", p); print 2 * p + 0.5 }')"

@@ -47,6 +47,7 @@ func (s *Scheduler) RunLeading(ctx context.Context, le LeaderElection) error {
 		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
+				s.leading.Store(true)
 				logger.Info("Leading", "lease", klog.KRef(le.Namespace, le.Name), "identity", le.Identity)
 				done := make(chan struct{})
 				mu.Lock()
@@ -66,6 +67,8 @@ func (s *Scheduler) RunLeading(ctx context.Context, le LeaderElection) error {
 	if err != nil {
 		return fmt.Errorf("scheduler: leader election: %w", err)
 	}
+	s.electing.Store(true)
+	defer s.electing.Store(false)
 	elector.Run(ctx)
 	mu.Lock()
 	done := finished

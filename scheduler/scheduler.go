@@ -242,6 +242,8 @@ type Scheduler struct {
 	podEvents flowcontrol.RateLimiter
 	inbox     chan func()
 	ready     atomic.Bool
+	// electing: RunLeading runs; leading: it holds the Lease (Standby).
+	electing, leading atomic.Bool
 
 	// Owned by the loop goroutine.
 	lastCycle time.Time
@@ -339,6 +341,10 @@ func New(opts Options, kube kubernetes.Interface, client versioned.Interface, me
 
 // Ready reports whether the informers have synced and cycles are running.
 func (s *Scheduler) Ready() bool { return s.ready.Load() }
+
+// Standby reports whether this replica waits, under RunLeading, for the
+// Lease another holds: healthy, and ready to take over.
+func (s *Scheduler) Standby() bool { return s.electing.Load() && !s.leading.Load() }
 
 // Run starts the informers, waits for their caches, makes sure the default
 // Queue exists, and runs the loop until ctx ends. It returns once in-flight

@@ -418,14 +418,7 @@ func serve(ctx context.Context, f schedulerFlags) error {
 			return fmt.Errorf("listen for health and metrics: %w", err)
 		}
 		mux := http.NewServeMux()
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if !sched.Ready() {
-				http.Error(w, "not ready: informers syncing or not the leader", http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
+		healthHandlers(mux, sched)
 		mux.Handle("/metrics", metrics.Handler())
 		if f.profiling {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -450,4 +443,36 @@ func serve(ctx context.Context, f schedulerFlags) error {
 	return sched.RunLeading(ctx, scheduler.LeaderElection{Namespace: f.leaseNamespace, Name: f.leaseName,
 		Identity: host + "_" + string(uuid.NewUUID()), LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline,
 		RetryPeriod: f.retryPeriod})
+}
+
+// readiness is what the health endpoints ask of the scheduler.
+type readiness interface {
+	Ready() bool   // the informers have synced and cycles run
+	Standby() bool // a replica waiting for the Lease another holds
+}
+
+// healthHandlers serves /healthz (the process answers), /readyz (this
+// replica is ready: it schedules, or it is a standby waiting to take over,
+// so that a Deployment of several replicas rolls out) and /leaderz (this
+// replica schedules: it leads, or runs without leader election, and its
+// informers have synced).
+func healthHandlers(mux *http.ServeMux, r readiness) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case r.Ready():
+			fmt.Fprintln(w, "ok")
+		case r.Standby():
+			fmt.Fprintln(w, "ok: standby, waiting for the Lease")
+		default:
+			http.Error(w, "not ready: informers syncing", http.StatusServiceUnavailable)
+		}
+	})
+	mux.HandleFunc("/leaderz", func(w http.ResponseWriter, _ *http.Request) {
+		if !r.Ready() {
+			http.Error(w, "not scheduling: a standby, or informers syncing", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +82,36 @@ func TestServesStreamingLists(t *testing.T) {
 		kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: c.major, Minor: c.minor}
 		if got := servesStreamingLists(kube); got != c.want {
 			t.Errorf("server %s.%s: streaming lists %v, want %v", c.major, c.minor, got, c.want)
+		}
+	}
+}
+
+type fakeReadiness struct{ ready, standby bool }
+
+func (f fakeReadiness) Ready() bool   { return f.ready }
+func (f fakeReadiness) Standby() bool { return f.standby }
+
+// TestHealthEndpoints: a standby replica is ready (a Deployment of two
+// rolls out) but does not say it schedules; a replica still syncing is
+// neither.
+func TestHealthEndpoints(t *testing.T) {
+	for _, tt := range []struct {
+		name                     string
+		r                        fakeReadiness
+		healthz, readyz, leaderz int
+	}{
+		{"scheduling", fakeReadiness{ready: true}, 200, 200, 200},
+		{"standby", fakeReadiness{standby: true}, 200, 200, 503},
+		{"syncing", fakeReadiness{}, 200, 503, 503},
+	} {
+		mux := http.NewServeMux()
+		healthHandlers(mux, tt.r)
+		for path, want := range map[string]int{"/healthz": tt.healthz, "/readyz": tt.readyz, "/leaderz": tt.leaderz} {
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			if rec.Code != want {
+				t.Errorf("%s: %s answers %d, want %d", tt.name, path, rec.Code, want)
+			}
 		}
 	}
 }

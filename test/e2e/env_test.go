@@ -328,6 +328,10 @@ func launchScheduler(t *testing.T, base *rest.Config, le *scheduler.LeaderElecti
 	return launchSchedulerWith(t, base, le, waitReady, opts, scheduler.NewMetrics())
 }
 
+// electing holds the schedulers run under leader election, by identity,
+// for tests that ask one whether it is a standby.
+var electing sync.Map
+
 // launchSchedulerWith is launchScheduler exporting into m.
 func launchSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderElection, waitReady bool, opts scheduler.Options,
 	m *scheduler.Metrics) (stop func(), ready func() bool) {
@@ -369,6 +373,9 @@ func launchSchedulerWith(t *testing.T, base *rest.Config, le *scheduler.LeaderEl
 		cancel()
 		broadcaster.Shutdown()
 		t.Fatalf("scheduler.New: %v", err)
+	}
+	if le != nil {
+		electing.Store(le.Identity, sched)
 	}
 	var runErr error
 	done := make(chan struct{})

@@ -32,16 +32,20 @@ func TestLeaderFailover(t *testing.T) {
 
 	first := e.create(gang("first").Members(2).GPUs(1))
 	e.eventually(time.Minute, "the leader binds the first gang", e.bound(first))
-	e.consistently(holdStill, "one replica leads", func(context.Context) error {
+	b, _ := electing.Load("b")
+	e.consistently(holdStill, "one replica leads, the other stands by", func(context.Context) error {
 		if !readyA() || readyB() {
 			return fmt.Errorf("replica a ready=%v, b ready=%v; want only a", readyA(), readyB())
+		}
+		if !b.(*scheduler.Scheduler).Standby() {
+			return fmt.Errorf("replica b is not a standby (its /readyz would fail, and a Deployment of two never rolls out)")
 		}
 		return nil
 	})
 
 	stopA() // releases the Lease
 	e.eventually(time.Minute, "the standby takes over", func(context.Context) error {
-		if !readyB() {
+		if !readyB() || b.(*scheduler.Scheduler).Standby() {
 			return fmt.Errorf("replica b does not lead yet")
 		}
 		return nil
