@@ -1,9 +1,11 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -109,17 +111,26 @@ func isExtended(name string) bool {
 	return name != "cpu" && name != "memory" && name != "pods"
 }
 
+// durationSyntax is the form of a Go duration, whatever its size.
+var durationSyntax = regexp.MustCompile(`^[-+]?([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`)
+
 // parseSeconds parses a Go duration ("90s", "10m", "2h") or a plain integer
 // (isInt) as whole, non-negative seconds no larger than maxSeconds.
 func parseSeconds(s string, isInt bool) (int64, error) {
 	if isInt {
 		v, err := strconv.ParseInt(s, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("%q is out of range: at most %d seconds", s, maxSeconds)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%q is not a duration: use e.g. 90s, 10m, 2h or integer seconds", s)
 		}
 		return checkSeconds(s, v)
 	}
 	d, err := time.ParseDuration(s)
+	if err != nil && durationSyntax.MatchString(s) { // past what Go's can hold (about 292 years)
+		return 0, fmt.Errorf("%q is out of range: at most %d seconds", s, maxSeconds)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a duration: use e.g. 90s, 10m, 2h or integer seconds", s)
 	}

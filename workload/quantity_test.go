@@ -84,6 +84,8 @@ func TestParseSeconds(t *testing.T) {
 		{"1500ms", false, 0, "not a whole number of seconds"},
 		{"10", false, 0, "is not a duration"},
 		{"1d", false, 0, "is not a duration"},
+		{"9999999999999999s", false, 0, "is out of range: at most 1000000000000 seconds"},
+		{"99999999999999999999", true, 0, "is out of range: at most 1000000000000 seconds"},
 	} {
 		got, err := parseSeconds(tc.in, tc.isInt)
 		switch {

@@ -261,6 +261,7 @@ var badScenarios = []struct{ name, in, want string }{
 	{"tasks missing", "jobs:\n- name: a\n  duration: 1\n", `s.yaml:2: job "a" has no tasks`},
 	{"zero replicas", "jobs:\n- name: a\n  duration: 1\n  tasks:\n  - role: w\n    replicas: 0\n", "s.yaml:6: replicas must be between 1 and"},
 	{"zero minMember", "jobs:\n- name: a\n  duration: 1\n  minMember: 0\n  tasks: [{role: w}]\n", "s.yaml:4: minMember must be between 1 and"},
+	{"priority past 64 bits", "jobs:\n- name: a\n  duration: 1\n  priority: 99999999999999999999\n  tasks: [{role: w}]\n", "s.yaml:4: priority must be between -2147483648 and"},
 	{"priority overflow", "jobs:\n- name: a\n  duration: 1\n  priority: 3000000000\n  tasks: [{role: w}]\n", "s.yaml:4: priority must be between"},
 	{"duplicate role", "jobs:\n- name: a\n  duration: 1\n  tasks:\n  - role: w\n  - role: w\n", `s.yaml:6: duplicate role "w" in job "a" (first on line 5)`},
 	{"no role", "jobs:\n- name: a\n  duration: 1\n  tasks:\n  - replicas: 2\n", "s.yaml:5: task has no role"},

@@ -258,6 +258,12 @@ func (p *yamlReader) integer(n *yaml.Node, what string, lo, hi int64) (int64, er
 		return 0, err
 	}
 	var v int64
+	// An integer past 64 bits is read as a float: say it is out of range.
+	digits := strings.TrimLeft(n.Value, "+-")
+	long := n.ShortTag() == "!!float" && digits != "" && strings.Trim(digits, "0123456789") == ""
+	if long {
+		return 0, p.errorf(n, "%s must be between %d and %d, got %s", what, lo, hi, n.Value)
+	}
 	if n.ShortTag() != "!!int" || n.Decode(&v) != nil {
 		return 0, p.errorf(n, "%s must be an integer, got %q", what, n.Value)
 	}
