@@ -261,8 +261,13 @@ func (s *Scheduler) evict(ctx context.Context, victim *podInfo, queue string, no
 	gpus := podRequests(pod)[corev1.ResourceName(s.opts.GPU)]
 	gpuSeconds := gpus.AsApproximateFloat64() * ran
 	s.postEviction(ctx, pod, kind, e.Preemptor, grace, corev1.EventTypeNormal, "Preempted", why, func() {
-		s.metrics.QueueEvictedPods.WithLabelValues(queue, kind).Inc()
-		s.metrics.QueueGPUSecondsLost.WithLabelValues(queue).Add(gpuSeconds)
+		s.send(ctx, func() {
+			if !s.store.hasQueue(queue) {
+				return // deleted meanwhile: its series went with it (queueMetrics)
+			}
+			s.metrics.QueueEvictedPods.WithLabelValues(queue, kind).Inc()
+			s.metrics.QueueGPUSecondsLost.WithLabelValues(queue).Add(gpuSeconds)
+		})
 	})
 }
 

@@ -143,8 +143,9 @@ func TestQueueMetrics(t *testing.T) {
 // TestEvictionMetrics: the pods of a gang evicted for preemption count
 // against their queue, with the GPU time they had run.
 func TestEvictionMetrics(t *testing.T) {
-	m, ctx := preemptTrain(t, false)
+	s, m, ctx := preemptTrain(t, false)
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		s.drain() // the loop's part: the accepted evictions' counts
 		return len(gathered(t, m, "phalanx_queue_evicted_pods_total")) > 0 &&
 			gathered(t, m, "phalanx_queue_evicted_pods_total")[0] == "kind=preempt,queue=default 2", nil
 	})
@@ -271,16 +272,17 @@ func TestDashboardQueries(t *testing.T) {
 // its eviction is posted counts as gone, and not against its queue: no run
 // time was thrown away for the preemptor.
 func TestEvictionOfAGonePod(t *testing.T) {
-	m, ctx := preemptTrain(t, true)
+	s, m, ctx := preemptTrain(t, true)
 	want := []string{"kind=preempt,result=gone 1", "kind=preempt,result=ok 1"}
+	wantPods := []string{"kind=preempt,queue=default 1"}
 	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		return cmp.Equal(gathered(t, m, "phalanx_evictions_total"), want), nil
+		s.drain()
+		return cmp.Equal(gathered(t, m, "phalanx_evictions_total"), want) &&
+			cmp.Equal(gathered(t, m, "phalanx_queue_evicted_pods_total"), wantPods), nil
 	})
 	if err != nil {
-		t.Fatalf("evictions %v, want %v", gathered(t, m, "phalanx_evictions_total"), want)
-	}
-	if got, want := gathered(t, m, "phalanx_queue_evicted_pods_total"), []string{"kind=preempt,queue=default 1"}; !cmp.Equal(got, want) {
-		t.Errorf("evicted pods %v, want %v", got, want)
+		t.Fatalf("evictions %v, want %v; evicted pods %v, want %v", gathered(t, m, "phalanx_evictions_total"), want,
+			gathered(t, m, "phalanx_queue_evicted_pods_total"), wantPods)
 	}
 	if got, want := gathered(t, m, "phalanx_queue_preempted_gpu_seconds_total"), []string{"queue=default 1200"}; !cmp.Equal(got, want) {
 		t.Errorf("GPU time lost %v, want %v", got, want)
@@ -303,11 +305,30 @@ func TestLateRefusalForgotten(t *testing.T) {
 	}
 }
 
+// TestEvictionAfterItsQueueWent: an eviction accepted after its queue was
+// deleted does not bring back the queue's series, which went with it.
+func TestEvictionAfterItsQueueWent(t *testing.T) {
+	s, m, ctx := preemptTrain(t, false)
+	s.store.DeleteQueue("default") // before the loop hears of the evictions
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cmp.Equal(gathered(t, m, "phalanx_evictions_total"), []string{"kind=preempt,result=ok 2"}), nil
+	})
+	if err != nil {
+		t.Fatalf("evictions %v, want 2 accepted", gathered(t, m, "phalanx_evictions_total"))
+	}
+	s.drain()
+	for _, name := range []string{"phalanx_queue_evicted_pods_total", "phalanx_queue_preempted_gpu_seconds_total"} {
+		if got := gathered(t, m, name); len(got) > 0 {
+			t.Errorf("%s has series %v of a deleted queue", name, got)
+		}
+	}
+}
+
 // preemptTrain runs a cycle in which urgent, of higher priority, preempts
 // train, a gang of two pods of 2 GPUs bound since 1000 on nodes a and b, at
 // 1600; with gone, train-1 is gone from the API server already. The call
 // workers run until the test ends.
-func preemptTrain(t *testing.T, gone bool) (*Metrics, context.Context) {
+func preemptTrain(t *testing.T, gone bool) (*Scheduler, *Metrics, context.Context) {
 	t.Helper()
 	train0 := testPod("train-0").Group("train").GPUs(2).On("a", corev1.PodRunning).Obj()
 	train1 := testPod("train-1").Group("train").GPUs(2).On("b", corev1.PodRunning).Obj()
@@ -334,5 +355,5 @@ func preemptTrain(t *testing.T, gone bool) (*Metrics, context.Context) {
 	t.Cleanup(func() { cancel(); s.inflight.Wait() })
 	s.runCallers(ctx)
 	s.cycle(ctx)
-	return m, ctx
+	return s, m, ctx
 }
