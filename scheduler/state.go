@@ -91,9 +91,6 @@ func (s *Store) savedState() savedState {
 		}
 	}
 	for queue, r := range s.history {
-		if !s.hasQueue(queue) {
-			continue // restored for a queue deleted since: not carried on
-		}
 		for i := range r.finish {
 			if st.History == nil {
 				st.History = map[string][]savedRun{}

@@ -141,7 +141,9 @@ func FuzzRestoreState(f *testing.F) {
 
 // TestDeletedQueueForgotten: the run times of a queue go with it, from the
 // store and from the state a new leader reads, so a cluster whose teams
-// come and go does not grow the ConfigMap past what the API server takes.
+// come and go does not grow the ConfigMap for ever. (The state keeps the
+// run times of a queue it does not know yet: at a new leader's first
+// cycles its informers may still be delivering the Queues.)
 func TestDeletedQueueForgotten(t *testing.T) {
 	s := NewStore([]string{"phalanx"})
 	for _, q := range []string{"kept", "gone", "volcano"} {
@@ -152,8 +154,6 @@ func TestDeletedQueueForgotten(t *testing.T) {
 	s.SetQueue(testQueue("kept"))
 	s.SetQueue(testQueue("gone"))
 	s.volcanoQueues["volcano"] = testQueue("volcano")
-	s.history["restored"] = &runTimes{} // restored from a former leader, its queue deleted meanwhile
-	s.history["restored"].addGang("ns/old", 50, 60, 30, 5)
 
 	s.DeleteQueue("gone")
 	s.DeleteQueue("volcano") // a Phalanx Queue of that name never existed; Volcano's still does
