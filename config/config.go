@@ -30,8 +30,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -341,8 +343,8 @@ func checkShape(js []byte) error {
 		if !ok {
 			return fmt.Errorf("%s: want a mapping of settings, got %s", section.name, jsonKind(v))
 		}
-		for key, value := range fields {
-			path := section.name + "." + key
+		for _, key := range slices.Sorted(maps.Keys(fields)) {
+			value, path := fields[key], section.name+"."+key
 			if value == nil {
 				return fmt.Errorf("%s: no value; give one, or leave the field out for the default", path)
 			}
