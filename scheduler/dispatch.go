@@ -444,10 +444,21 @@ func (s *Scheduler) foreignWrite(group string, gvr schema.GroupVersionResource, 
 // another writer gave meanwhile. The PodGroups this scheduler serves get
 // their whole status from publishForeign; those named by pods of another
 // scheduler are that scheduler's.
+//
+// It waits until the PodGroup is pendingDelay old: the operator's second
+// reconcile, moments after the creation, updates the PodGroup from its
+// cache, and a write of ours in between made that update conflict, after
+// which it waited for an event that had already come (a TFJob of our CI
+// got no pod so). The write then comes after that reconcile, as the event
+// it needs.
 func (s *Scheduler) markPending(views map[string]*gangView) {
+	now := s.opts.Now()
 	for fk, pg := range s.store.unphased {
 		if views[fk.key] != nil || s.store.others[fk.key] > 0 || s.phaseTried[fk] == pg.ResourceVersion {
 			continue
+		}
+		if created := pg.CreationTimestamp; !created.IsZero() && now.Sub(created.Time) < pendingDelay {
+			continue // a later cycle: they run every --cycle-period
 		}
 		gvr, ok := foreignResource(fk.group)
 		if !ok || s.opts.Dynamic == nil {
@@ -470,6 +481,10 @@ func (s *Scheduler) markPending(views map[string]*gangView) {
 		}
 	}
 }
+
+// pendingDelay is how old a PodGroup is before markPending writes its
+// phase: 3 s of creationTimestamp, in whole seconds, is at least 2 s.
+const pendingDelay = 3 * time.Second
 
 // awaitingPods words the Scheduled condition of an admitted (Inqueue)
 // PodGroup of Volcano's schema that has no pod yet: after 10 s, and then

@@ -359,3 +359,36 @@ func TestMarkPending(t *testing.T) {
 		t.Errorf("a Volcano PodGroup is marked: %v", s.store.unphased)
 	}
 }
+
+// TestMarkPendingWaits: a PodGroup just created gets its phase only once it
+// is pendingDelay old, after the operator's own first updates of it.
+func TestMarkPendingWaits(t *testing.T) {
+	const group = "scheduling.x-k8s.io"
+	gvr, _ := foreignResource(group)
+	created := time.Unix(1000, 0)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": group + "/v1alpha1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "job", "namespace": "ns", "uid": "u-job", "resourceVersion": "7",
+			"creationTimestamp": created.UTC().Format(time.RFC3339)},
+		"spec": map[string]any{"minMember": int64(3)},
+	}}
+	s, _ := newDecodeScheduler(t)
+	s.opts.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "PodGroupList"}, obj.DeepCopy())
+	pg, err := fromForeign(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.SetForeignPodGroup(group, pg, nil)
+	key := writeKey{kindForeignPhase, group + "/ns/job"}
+	for _, tt := range []struct {
+		age   time.Duration
+		write bool
+	}{{0, false}, {2 * time.Second, false}, {pendingDelay, true}} {
+		s.opts.Now = func() time.Time { return created.Add(tt.age) }
+		s.markPending(nil)
+		if _, ok := s.writer.take(key); ok != tt.write {
+			t.Errorf("a PodGroup %v old: phase written %v, want %v", tt.age, ok, tt.write)
+		}
+	}
+}
