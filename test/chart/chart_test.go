@@ -511,6 +511,8 @@ func TestRefused(t *testing.T) {
 		set, want string
 	}{
 		{"leaderElection.enabled=false", "replicas > 1 needs leaderElection.enabled"},
+		{"leaderElection.renewDeadline=20s", "leaderElection needs retryPeriod (2s) < renewDeadline (20s) < leaseDuration (15s)"},
+		{"leaderElection.retryPeriod=1m", "leaderElection needs retryPeriod (1m) < renewDeadline (10s)"},
 		{"config.schedulng.reservations=3", "'schedulng' not allowed"},
 		{"config.scheduling.reserveAftr=1h", "'reserveAftr' not allowed"},
 		{"config.scheduling.reserveAfter=soon", "/config/scheduling/reserveAfter"},

@@ -48,3 +48,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/* A duration of one unit ("15s", "500ms", "1m", "1h") in milliseconds, or "" for any other form. */}}
+{{- define "phalanx.milliseconds" -}}
+{{- if regexMatch "^[0-9]+(ms|s|m|h)$" . -}}
+{{- $n := regexFind "^[0-9]+" . | atoi -}}
+{{- $unit := regexReplaceAll "^[0-9]+" . "" -}}
+{{- if eq $unit "ms" }}{{ $n }}{{ else if eq $unit "s" }}{{ mul $n 1000 }}{{ else if eq $unit "m" }}{{ mul $n 60000 }}{{ else }}{{ mul $n 3600000 }}{{ end -}}
+{{- end -}}
+{{- end -}}
