@@ -256,9 +256,10 @@ func Parse(data []byte) (*Configuration, error) {
 	if n := c.Scheduling.Reservations; n != nil && (*n < 1 || *n > core.MaxReservations) {
 		return nil, fmt.Errorf("scheduling.reservations: %d; give 1 to %d (reservations are turned off with reserveAfter: 0s)", *n, core.MaxReservations)
 	}
-	for _, d := range c.schedulingDurations() {
-		if d.value != nil && d.value.Duration%time.Second != 0 {
-			return nil, fmt.Errorf("%s: %v; give whole seconds (both commands count in seconds)", d.field, d.value.Duration)
+	sv := reflect.ValueOf(c.Scheduling)
+	for i := range sv.NumField() {
+		if d, ok := sv.Field(i).Interface().(*Duration); ok && d != nil && d.Duration%time.Second != 0 {
+			return nil, fmt.Errorf("scheduling.%s: %v; give whole seconds (both commands count in seconds)", jsonName(sv.Type().Field(i)), d.Duration)
 		}
 	}
 	if n := c.Scheduler.BindWorkers; n != nil && *n < 1 {
@@ -274,23 +275,6 @@ func Parse(data []byte) (*Configuration, error) {
 		return nil, fmt.Errorf("scheduler.kubeAPIBurst: %d; give at least 1", *n)
 	}
 	return &c, nil
-}
-
-// schedulingDurations are the durations of the section both commands read.
-func (c *Configuration) schedulingDurations() []struct {
-	field string
-	value *Duration
-} {
-	s := &c.Scheduling
-	return []struct {
-		field string
-		value *Duration
-	}{
-		{"scheduling.reserveAfter", s.ReserveAfter}, {"scheduling.reserveAhead", s.ReserveAhead},
-		{"scheduling.reserveByWork", s.ReserveByWork}, {"scheduling.reclaimAfter", s.ReclaimAfter},
-		{"scheduling.preemptMinRuntime", s.PreemptMinRuntime}, {"scheduling.reclaimMinRuntime", s.ReclaimMinRuntime},
-		{"scheduling.holdFailedMember", s.HoldFailedMember},
-	}
 }
 
 // documents counts the YAML documents of data that hold more than
@@ -361,12 +345,17 @@ func checkShape(js []byte) error {
 // fieldByTag finds the field of struct t whose JSON name is name.
 func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
-		f := t.Field(i)
-		if tag, _, _ := strings.Cut(f.Tag.Get("json"), ","); tag == name {
+		if f := t.Field(i); jsonName(f) == name {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
+}
+
+// jsonName is a field's name in the file.
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
 
 // jsonKind says what a decoded JSON value is, for messages.
