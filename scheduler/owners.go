@@ -59,7 +59,11 @@ import (
 //     replicas, else the sum of every replica spec's replicas (default 1).
 //     mpi-operator's MPIJob (kubeflow.org/v2beta1): minAvailable, else the
 //     workers plus the launcher (whose pod a batch Job owns: it is found by
-//     the label training.kubeflow.org/operator-name=mpi-operator).
+//     the label training.kubeflow.org/operator-name=mpi-operator); with
+//     launcherCreationPolicy WaitForWorkersReady the operator creates the
+//     launcher only once the workers are Ready, so the gang is the workers
+//     alone (the launcher joins it), and a minAvailable above them is the
+//     job's problem.
 //   - RayCluster (ray.io/v1; pod label ray.io/cluster): minMember = the head
 //     plus, for every worker group not suspended, minReplicas x numOfHosts.
 //   - Indexed batch Job (pod annotation batch.kubernetes.io/job-completion-index,
@@ -131,6 +135,10 @@ const (
 	kindJob        = "Job"
 	kindPDB        = "PodDisruptionBudget"
 )
+
+// mpiWaitForWorkersReady is the launcherCreationPolicy of an mpi-operator
+// MPIJob whose launcher the operator creates once every worker is Ready.
+const mpiWaitForWorkersReady = "WaitForWorkersReady"
 
 // OwnerKinds are the workload APIs gangs are derived from that Phalanx reads
 // where the cluster serves them.
@@ -638,7 +646,10 @@ type replicaSpec struct {
 
 // kubeflowSpec is the spec of a Kubeflow job of any kind.
 type kubeflowSpec struct {
-	RunPolicy struct {
+	// LauncherCreationPolicy is mpi-operator's (v2beta1): WaitForWorkersReady
+	// creates the launcher only once every worker is Ready.
+	LauncherCreationPolicy string `json:"launcherCreationPolicy,omitempty"`
+	RunPolicy              struct {
 		SchedulingPolicy *struct {
 			MinAvailable *int32 `json:"minAvailable,omitempty"`
 		} `json:"schedulingPolicy,omitempty"`
@@ -652,6 +663,14 @@ type kubeflowSpec struct {
 	XGB     map[string]*replicaSpec `json:"xgbReplicaSpecs,omitempty"`
 	Paddle  map[string]*replicaSpec `json:"paddleReplicaSpecs,omitempty"`
 	JAX     map[string]*replicaSpec `json:"jaxReplicaSpecs,omitempty"`
+}
+
+// replicaCount is the replicas of replica type t, nil if unset.
+func replicaCount(replicas map[string]*replicaSpec, t string) *int32 {
+	if rs := replicas[t]; rs != nil {
+		return rs.Replicas
+	}
+	return nil
 }
 
 func (k *kubeflowSpec) replicas(kind string) map[string]*replicaSpec {
@@ -833,15 +852,29 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 		}
 		sort.Strings(names)
 		count := func(t string, def int32) {
-			var r *int32
-			if rs := replicas[t]; rs != nil {
-				r = rs.Replicas
-			}
-			c.add(fmt.Sprintf("spec.%s[%s].replicas", key, t), r, def, 1)
+			c.add(fmt.Sprintf("spec.%s[%s].replicas", key, t), replicaCount(replicas, t), def, 1)
 		}
+		// mpi-operator's launcher may come only once the workers are Ready: it
+		// is then no part of the gang, which must start without it.
+		waitForWorkers := kind == kindMPIJob && gvr.Version == "v2beta1" && kf.LauncherCreationPolicy == mpiWaitForWorkersReady
 		switch {
 		case kf.RunPolicy.SchedulingPolicy != nil && kf.RunPolicy.SchedulingPolicy.MinAvailable != nil:
 			c.add("spec.runPolicy.schedulingPolicy.minAvailable", kf.RunPolicy.SchedulingPolicy.MinAvailable, 0, 1)
+			if waitForWorkers {
+				var workers counter
+				workers.add("", replicaCount(replicas, "Worker"), 0, 1)
+				if workers.problem == "" && c.sum > max(workers.sum, 1) {
+					o.problem = fmt.Sprintf("spec.runPolicy.schedulingPolicy.minAvailable is %d, but with launcherCreationPolicy %s "+
+						"mpi-operator creates the launcher only once the %d workers are Ready: the gang could never be whole; "+
+						"set minAvailable to at most %d", c.sum, mpiWaitForWorkersReady, workers.sum, max(workers.sum, 1))
+					return o
+				}
+			}
+		case waitForWorkers:
+			count("Worker", 0)
+			if c.sum == 0 {
+				c.sum = 1 // no worker: the launcher comes at once, and is the gang
+			}
 		case kind == kindMPIJob && gvr.Version == "v2beta1":
 			c.sum = 1 // the launcher
 			count("Worker", 0)

@@ -175,6 +175,15 @@ func TestOwnerReadMin(t *testing.T) {
 		{"MPIJob", "v2beta1", `{"mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":4}}}`, 5, ""},
 		{"MPIJob", "v2beta1", `{"mpiReplicaSpecs":{"Launcher":{"replicas":1}}}`, 1, ""},
 		{"MPIJob", "v2beta1", `{"runPolicy":{"schedulingPolicy":{"minAvailable":3}},"mpiReplicaSpecs":{"Launcher":{},"Worker":{"replicas":4}}}`, 3, ""},
+		// The launcher created once the workers are Ready: the workers alone.
+		{"MPIJob", "v2beta1", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":4}}}`, 4, ""},
+		{"MPIJob", "v2beta1", `{"launcherCreationPolicy":"AtStartup","mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":4}}}`, 5, ""},
+		{"MPIJob", "v2beta1", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Launcher":{"replicas":1}}}`, 1, ""},
+		{"MPIJob", "v2beta1", `{"launcherCreationPolicy":"WaitForWorkersReady","runPolicy":{"schedulingPolicy":{"minAvailable":4}},"mpiReplicaSpecs":{"Launcher":{},"Worker":{"replicas":4}}}`, 4, ""},
+		{"MPIJob", "v2beta1", `{"launcherCreationPolicy":"WaitForWorkersReady","runPolicy":{"schedulingPolicy":{"minAvailable":5}},"mpiReplicaSpecs":{"Launcher":{},"Worker":{"replicas":4}}}`, 0,
+			"minAvailable is 5, but with launcherCreationPolicy WaitForWorkersReady mpi-operator creates the launcher only once the 4 workers are Ready"},
+		// training-operator's MPIJob (v1) has no such policy.
+		{"MPIJob", "v1", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":4}}}`, 5, ""},
 		// RayCluster: the head plus minReplicas x numOfHosts of every group not suspended.
 		{"RayCluster", "v1", `{"workerGroupSpecs":[{"groupName":"a","minReplicas":2,"numOfHosts":2},{"groupName":"b","minReplicas":1},{"groupName":"c","minReplicas":5,"suspend":true}]}`, 6, ""},
 		{"RayCluster", "v1", `{"headGroupSpec":{}}`, 1, ""},

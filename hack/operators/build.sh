@@ -5,8 +5,8 @@
 #   hack/operators/build.sh          # prints the output directory as the LAST line of stdout
 #
 # Output: $PHALANX_OPERATORS_CACHE/<key> (default <repo>/.cache/operators/<key>, git-ignored):
-#   bin/<name>          training-operator, jobset, lws, kuberay, kube-controller-manager
-#   crds/<name>/*.yaml  training-operator, jobset, lws, kuberay, scheduler-plugins, volcano
+#   bin/<name>          training-operator, jobset, lws, kuberay, mpi-operator, kube-controller-manager
+#   crds/<name>/*.yaml  training-operator, jobset, lws, kuberay, mpi-operator, scheduler-plugins, volcano
 #   webhooks/<name>/manifests.yaml  jobset, lws: their webhook configurations (kustomize base)
 #   .complete           versions, go version, build times
 # <key> is a short hash of this script (which pins every version), hack/k8s-tools/go.mod+go.sum
@@ -49,6 +49,7 @@ operators=(
   "jobset|sigs.k8s.io/jobset|v0.8.2|.|config/components/crd/bases|config/components/webhook/manifests.yaml"
   "lws|sigs.k8s.io/lws|v0.6.2|./cmd|config/crd/bases|config/webhook/manifests.yaml"
   "kuberay|github.com/ray-project/kuberay/ray-operator|v1.4.2|.|config/crd/bases|-"
+  "mpi-operator|github.com/kubeflow/mpi-operator|v0.6.0|./cmd/mpi-operator|manifests/base|-"
 )
 # CRDs only.
 scheduler_plugins="sigs.k8s.io/scheduler-plugins@v0.31.8"          # manifests/coscheduling/crd.yaml
@@ -58,8 +59,8 @@ controller_gen_version=v0.19.0                                      # as the Mak
 hash_cmd() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi; }
 key=$( { cat "$here/build.sh" "$k8s_tools/go.mod" "$k8s_tools/go.sum"; uname -s -m; } | hash_cmd | cut -c1-12)
 out=$cache_root/$key
-bins=(training-operator jobset lws kuberay kube-controller-manager)
-crds=(training-operator jobset lws kuberay scheduler-plugins volcano)
+bins=(training-operator jobset lws kuberay mpi-operator kube-controller-manager)
+crds=(training-operator jobset lws kuberay mpi-operator scheduler-plugins volcano)
 
 complete() {
   local b

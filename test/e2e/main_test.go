@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -146,7 +147,10 @@ func readManifests(file string) ([]*unstructured.Unstructured, error) {
 }
 
 // applyCRD creates crd, or replaces the spec of an existing one so that the
-// cluster serves the schema of this checkout.
+// cluster serves the schema of this checkout. An existing CRD of the same name
+// that serves other versions (mpijobs.kubeflow.org is training-operator's v1
+// and mpi-operator's v2beta1) is deleted first, with every object of it: the
+// API server refuses to drop a version objects were stored in.
 func applyCRD(ctx context.Context, crd *unstructured.Unstructured) error {
 	client := dyn.Resource(crdGVR)
 	_, err := client.Create(ctx, crd, metav1.CreateOptions{})
@@ -157,10 +161,38 @@ func applyCRD(ctx context.Context, crd *unstructured.Unstructured) error {
 	if err != nil {
 		return err
 	}
+	if !slices.Equal(crdVersions(cur), crdVersions(crd)) {
+		if err := client.Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete CRD %s of versions %v: %w", crd.GetName(), crdVersions(cur), err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			_, err := client.Get(ctx, crd.GetName(), metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s of versions %v not gone: %w", crd.GetName(), crdVersions(cur), err)
+		}
+		_, err = client.Create(ctx, crd, metav1.CreateOptions{})
+		return err
+	}
 	crd = crd.DeepCopy()
 	crd.SetResourceVersion(cur.GetResourceVersion())
 	_, err = client.Update(ctx, crd, metav1.UpdateOptions{})
 	return err
+}
+
+// crdVersions are the names of the versions crd declares, sorted.
+func crdVersions(crd *unstructured.Unstructured) []string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var names []string
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok {
+			name, _ := m["name"].(string)
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 func crdEstablished(crd *unstructured.Unstructured) bool {

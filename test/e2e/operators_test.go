@@ -89,6 +89,7 @@ var (
 	gvrPyTorchJob  = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
 	gvrTFJob       = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"}
 	gvrMPIJobV1    = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "mpijobs"}
+	gvrMPIJobV2    = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}
 	gvrJobSet      = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 	gvrLWS         = schema.GroupVersionResource{Group: "leaderworkerset.x-k8s.io", Version: "v1", Resource: "leaderworkersets"}
 	gvrRayCluster  = schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}
@@ -131,7 +132,7 @@ func newOperatorEnv(t *testing.T) *env {
 
 // The namespaced kinds the operators create or the tests create for them.
 var operatorKinds = []schema.GroupVersionResource{
-	gvrPyTorchJob, gvrJobSet, gvrLWS, gvrRayCluster,
+	gvrPyTorchJob, gvrMPIJobV2, gvrJobSet, gvrLWS, gvrRayCluster,
 	{Group: "ray.io", Version: "v1", Resource: "rayjobs"},
 	gvrSPPodGroup, gvrVCPodGroup,
 	{Group: "batch", Version: "v1", Resource: "jobs"},
@@ -633,6 +634,20 @@ func startKubeRay(t *testing.T, e *env, extra ...string) {
 	})
 }
 
+// startMPIOperator runs mpi-operator (without --gang-scheduling) for the test's namespace, its
+// leader-election Lease there. Its health server listens on :8080, a port it does not let one
+// change: the test fails if another process holds it.
+func startMPIOperator(t *testing.T, e *env) {
+	t.Helper()
+	runOperator(t, operatorProc{name: "mpi-operator",
+		args: []string{
+			"--kubeConfig=" + os.Getenv("KUBECONFIG"),
+			"--namespace=" + e.ns,
+			"--lock-namespace=" + e.ns,
+		},
+		ready: "http://127.0.0.1:8080/healthz"})
+}
+
 // startControllerManager runs kube-controller-manager with only the given controllers (Jobs and
 // StatefulSets make no pods without them).
 func startControllerManager(t *testing.T, controllers ...string) {
@@ -794,6 +809,40 @@ func kubeflowJobs(kind string, gvr schema.GroupVersionResource, file, specs stri
 	}
 }
 
+// mpiV2Jobs: mpi-operator's MPIJob (kubeflow.org/v2beta1) of the example, launched at startup
+// (launcherCreationPolicy removed), its launcher given 1 GPU, every pod ending by itself and none
+// deleted when the job ends: 1 launcher + n-1 workers of 1 GPU, one gang of them all.
+var mpiV2Jobs = &opWorkload{
+	kind: "MPIJob", gvr: gvrMPIJobV2, runs: true,
+	selector: func(name string) string { return "training.kubeflow.org/job-name=" + name },
+	object: func(name string, pods int, runFor string) *unstructured.Unstructured {
+		u := example("mpijob-v2.yaml", name, runFor)
+		unstructured.RemoveNestedField(u.Object, "spec", "launcherCreationPolicy")
+		must(unstructured.SetNestedField(u.Object, "None", "spec", "runPolicy", "cleanPodPolicy"))
+		must(unstructured.SetNestedField(u.Object, int64(pods-1), "spec", "mpiReplicaSpecs", "Worker", "replicas"))
+		path := []string{"spec", "mpiReplicaSpecs", "Launcher", "template", "spec", "containers"}
+		containers, _, _ := unstructured.NestedSlice(u.Object, path...)
+		must(unstructured.SetNestedField(containers[0].(map[string]any), "1", "resources", "limits", "nvidia.com/gpu"))
+		must(unstructured.SetNestedSlice(u.Object, containers, path...))
+		return u
+	},
+}
+
+// mpiV2Workers: the example's MPIJob as written (launcherCreationPolicy WaitForWorkersReady, a
+// launcher of 1 CPU that ends, workers of 1 GPU that serve until the operator deletes them), of
+// n workers; its pods here are the workers.
+var mpiV2Workers = &opWorkload{
+	kind: "MPIJob", gvr: gvrMPIJobV2,
+	selector: func(name string) string {
+		return "training.kubeflow.org/job-name=" + name + ",training.kubeflow.org/job-role=worker"
+	},
+	object: func(name string, pods int, _ string) *unstructured.Unstructured {
+		u := exampleAsWritten("mpijob-v2.yaml", name)
+		must(unstructured.SetNestedField(u.Object, int64(pods), "spec", "mpiReplicaSpecs", "Worker", "replicas"))
+		return u
+	},
+}
+
 // jobSetObject is a JobSet of one replicated Job of n pods (parallelism = completions = n).
 func jobSetObject(name string, pods int, runFor string) *unstructured.Unstructured {
 	u := example("jobset.yaml", name, runFor)
@@ -844,13 +893,19 @@ func rayClusterObject(name string, pods int, labels map[string]any) *unstructure
 // and sets the KWOK annotation phalanx.dev/run-for of every pod template to runFor (removes it
 // when runFor is ""). Everything else is applied as the example has it.
 func example(file, name, runFor string) *unstructured.Unstructured {
+	u := exampleAsWritten(file, name)
+	setRunFor(u.Object, runFor)
+	return u
+}
+
+// exampleAsWritten is the object of docs/examples/<file>, named name.
+func exampleAsWritten(file, name string) *unstructured.Unstructured {
 	objs, err := readObjects(filepath.Join("..", "..", "docs", "examples", file))
 	if err != nil || len(objs) != 1 {
 		panic(fmt.Sprintf("docs/examples/%s: %d objects, %v", file, len(objs), err))
 	}
 	u := objs[0]
 	u.SetName(name)
-	setRunFor(u.Object, runFor)
 	return u
 }
 
@@ -1325,4 +1380,88 @@ func TestOperatorKubeRaySchedulerPlugins(t *testing.T) {
 	startScheduler(t)
 	startKubeRay(t, e, "--batch-scheduler=scheduler-plugins")
 	seedShape(t, e, rayClustersGang)
+}
+
+// TestOperatorMPIJob: mpi-operator's MPIJob (kubeflow.org/v2beta1), its launcher (a pod of a batch
+// Job) created at startup beside the workers; schedulerName phalanx in the templates, no gang
+// label: Phalanx derives the gang of the launcher and the workers from the MPIJob.
+func TestOperatorMPIJob(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "mpi-operator")
+	e.addNodes(kwokNodes("op-mpi", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "job-controller")
+	startMPIOperator(t, e)
+	seedShape(t, e, mpiV2Jobs)
+}
+
+// TestOperatorMPIJobWaitForWorkers: mpi-operator's MPIJob with launcherCreationPolicy
+// WaitForWorkersReady (the example as written). The operator creates the launcher only once every
+// worker is Ready, so a gang of the launcher and the workers could never be whole: Phalanx's gang
+// is the workers, which start together; the launcher joins them, ends, and the operator deletes
+// the workers. A second job of 2 workers, created while the first holds 3 of the 4 GPUs, waits
+// whole (no worker bound, no launcher) and starts once the first is done.
+func TestOperatorMPIJobWaitForWorkers(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "mpi-operator")
+	e.addNodes(kwokNodes("op-mpiw", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "job-controller")
+	startMPIOperator(t, e)
+
+	launcher := func(name string) *opJob {
+		return &opJob{w: &opWorkload{kind: "MPIJob launcher", gvr: gvrMPIJobV2, selector: func(name string) string {
+			return "training.kubeflow.org/job-name=" + name + ",training.kubeflow.org/job-role=launcher"
+		}}, name: name, size: 1}
+	}
+	noLauncher := func(name string) check {
+		return func(ctx context.Context) error {
+			pods, err := e.opPods(launcher(name))
+			if err != nil {
+				return err
+			}
+			if len(pods) > 0 {
+				return fmt.Errorf("%s has a launcher pod %s while its workers wait", name, pods[0].Name)
+			}
+			return nil
+		}
+	}
+	succeeded := func(name string) check {
+		return func(ctx context.Context) error {
+			u, err := dyn.Resource(gvrMPIJobV2).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Succeeded" && m["status"] == "True" {
+					return nil
+				}
+			}
+			raw, _ := json.Marshal(conds)
+			return fmt.Errorf("MPIJob %s has not succeeded: conditions %s", name, raw)
+		}
+	}
+
+	job1 := e.createOpJob(mpiV2Workers, "job1", 3, "")
+	e.eventually(time.Minute, "job1's 3 workers run", e.opRunning(job1))
+	e.eventually(time.Minute, "job1's launcher is created and runs", e.opStarted(launcher("job1")))
+	pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(e.ctx, "mpijob-job1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Phalanx's PodGroup of job1: %v", err)
+	}
+	if pg.Spec.MinMember != 3 {
+		t.Errorf("PodGroup mpijob-job1 has minMember %d, want the 3 workers", pg.Spec.MinMember)
+	}
+
+	job2 := e.createOpJob(mpiV2Workers, "job2", 2, "")
+	e.eventually(30*time.Second, "job2's 2 workers wait whole, saying why", all(e.opWaiting(job2), noLauncher("job2")))
+	e.logWaiting(job2)
+	e.consistently(holdStill, "job2 to stay whole-pending, without a launcher, while job1 runs",
+		all(e.opWaiting(job2), noLauncher("job2"), e.opRunning(job1)))
+
+	e.eventually(90*time.Second, "job1 succeeds", succeeded("job1"))
+	e.eventually(time.Minute, "job2's workers run", e.opRunning(job2))
+	e.eventually(time.Minute, "job2's launcher is created and runs", e.opStarted(launcher("job2")))
+	e.eventually(90*time.Second, "job2 succeeds", succeeded("job2"))
 }
