@@ -392,3 +392,47 @@ func TestMarkPendingWaits(t *testing.T) {
 		}
 	}
 }
+
+// mpi-operator with --gang-scheduling writes minMember = workers + 1 even when
+// it creates the launcher only once the workers are Ready: the gang is then
+// the workers. Any other controller, policy or minMember is read as written.
+func TestForeignMPIJobLauncherAfterWorkers(t *testing.T) {
+	mpi := ownerKindOf(t, kindMPIJob, "v2beta1")
+	const waits = `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":3}}}`
+	const atStartup = `{"mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":3}}}`
+	yes := true
+	for _, tc := range []struct {
+		name       string
+		spec       string // the MPIJob's; "" for none read
+		apiVersion string
+		min        int64
+		want       int
+	}{
+		{"waits", waits, "kubeflow.org/v2beta1", 4, 3},
+		{"explicit minimum", waits, "kubeflow.org/v2beta1", 2, 2},
+		{"at startup", atStartup, "kubeflow.org/v2beta1", 4, 4},
+		{"not read yet", "", "kubeflow.org/v2beta1", 4, 4},
+		{"training-operator", waits, "kubeflow.org/v1", 4, 4},
+	} {
+		u := volcanoPodGroup("job1", tc.min)
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: tc.apiVersion, Kind: kindMPIJob, Name: "job1",
+			UID: "uid-mpijob-job1", Controller: &yes}})
+		pg, err := fromForeign(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewStore([]string{"volcano"})
+		if tc.spec != "" {
+			s.SetOwner(mpi.gvr, mpi.kind, ownerObj(t, mpi, "job1", tc.spec))
+		}
+		s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+		_, views := s.Snapshot()
+		v := views["ns/job1"]
+		if v == nil {
+			t.Fatalf("%s: no gang", tc.name)
+		}
+		if v.minMember != tc.want {
+			t.Errorf("%s: PodGroup minMember %d: the gang's is %d, want %d", tc.name, tc.min, v.minMember, tc.want)
+		}
+	}
+}

@@ -188,6 +188,10 @@ type ownerObject struct {
 	// and in all.
 	leaders     int64
 	leaderParts map[string]int32
+	// readyWorkers, for an mpi-operator MPIJob whose launcher the operator
+	// creates once every worker is Ready, is the number of workers; 0
+	// otherwise.
+	readyWorkers int32
 }
 
 // jobInfo is what the store keeps of a batch Job.
@@ -857,18 +861,21 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 		// mpi-operator's launcher may come only once the workers are Ready: it
 		// is then no part of the gang, which must start without it.
 		waitForWorkers := kind == kindMPIJob && gvr.Version == "v2beta1" && kf.LauncherCreationPolicy == mpiWaitForWorkersReady
+		var workers counter
+		if waitForWorkers {
+			workers.add("", replicaCount(replicas, "Worker"), 0, 1)
+			if workers.problem == "" && workers.sum <= maxDerivedMin {
+				o.readyWorkers = int32(workers.sum)
+			}
+		}
 		switch {
 		case kf.RunPolicy.SchedulingPolicy != nil && kf.RunPolicy.SchedulingPolicy.MinAvailable != nil:
 			c.add("spec.runPolicy.schedulingPolicy.minAvailable", kf.RunPolicy.SchedulingPolicy.MinAvailable, 0, 1)
-			if waitForWorkers {
-				var workers counter
-				workers.add("", replicaCount(replicas, "Worker"), 0, 1)
-				if workers.problem == "" && c.sum > max(workers.sum, 1) {
-					o.problem = fmt.Sprintf("spec.runPolicy.schedulingPolicy.minAvailable is %d, but with launcherCreationPolicy %s "+
-						"mpi-operator creates the launcher only once the %d workers are Ready: the gang could never be whole; "+
-						"set minAvailable to at most %d", c.sum, mpiWaitForWorkersReady, workers.sum, max(workers.sum, 1))
-					return o
-				}
+			if waitForWorkers && workers.problem == "" && c.sum > max(workers.sum, 1) {
+				o.problem = fmt.Sprintf("spec.runPolicy.schedulingPolicy.minAvailable is %d, but with launcherCreationPolicy %s "+
+					"mpi-operator creates the launcher only once the %d workers are Ready: the gang could never be whole; "+
+					"set minAvailable to at most %d", c.sum, mpiWaitForWorkersReady, workers.sum, max(workers.sum, 1))
+				return o
 			}
 		case waitForWorkers:
 			count("Worker", 0)

@@ -637,14 +637,14 @@ func startKubeRay(t *testing.T, e *env, extra ...string) {
 // startMPIOperator runs mpi-operator (without --gang-scheduling) for the test's namespace, its
 // leader-election Lease there. Its health server listens on :8080, a port it does not let one
 // change: the test fails if another process holds it.
-func startMPIOperator(t *testing.T, e *env) {
+func startMPIOperator(t *testing.T, e *env, extra ...string) {
 	t.Helper()
 	runOperator(t, operatorProc{name: "mpi-operator",
-		args: []string{
+		args: append([]string{
 			"--kubeConfig=" + os.Getenv("KUBECONFIG"),
 			"--namespace=" + e.ns,
 			"--lock-namespace=" + e.ns,
-		},
+		}, extra...),
 		ready: "http://127.0.0.1:8080/healthz"})
 }
 
@@ -1398,9 +1398,7 @@ func TestOperatorMPIJob(t *testing.T) {
 // TestOperatorMPIJobWaitForWorkers: mpi-operator's MPIJob with launcherCreationPolicy
 // WaitForWorkersReady (the example as written). The operator creates the launcher only once every
 // worker is Ready, so a gang of the launcher and the workers could never be whole: Phalanx's gang
-// is the workers, which start together; the launcher joins them, ends, and the operator deletes
-// the workers. A second job of 2 workers, created while the first holds 3 of the 4 GPUs, waits
-// whole (no worker bound, no launcher) and starts once the first is done.
+// is the workers (PodGroup mpijob-job1, minMember 3). See mpiWaitForWorkers.
 func TestOperatorMPIJobWaitForWorkers(t *testing.T) {
 	e := newOperatorEnv(t)
 	installOperatorCRDs(t, e, "mpi-operator")
@@ -1408,7 +1406,52 @@ func TestOperatorMPIJobWaitForWorkers(t *testing.T) {
 	startScheduler(t)
 	startControllerManager(t, "job-controller")
 	startMPIOperator(t, e)
+	mpiWaitForWorkers(t, e, func(job string) error {
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(e.ctx, "mpijob-"+job, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("phalanx's PodGroup of %s: %v", job, err)
+		}
+		if pg.Spec.MinMember != 3 {
+			return fmt.Errorf("PodGroup mpijob-%s has minMember %d, want the 3 workers", job, pg.Spec.MinMember)
+		}
+		return nil
+	})
+}
 
+// TestOperatorMPIJobVolcanoWaitForWorkers: the same MPIJob, mpi-operator with
+// --gang-scheduling=volcano, Phalanx serving "volcano". The operator writes a Volcano PodGroup of
+// minMember 4 (the workers and the launcher it creates only once they are Ready): a deadlock under
+// a gang scheduler that reads it as written (kubeflow/mpi-operator issue 608). Phalanx's gang is
+// the workers, and the PodGroup says Running.
+func TestOperatorMPIJobVolcanoWaitForWorkers(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "volcano")
+	installOperatorCRDs(t, e, "mpi-operator")
+	e.addNodes(kwokNodes("op-mpivc", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t, "volcano")
+	startControllerManager(t, "job-controller")
+	startMPIOperator(t, e, "--gang-scheduling=volcano")
+	mpiWaitForWorkers(t, e, func(job string) error {
+		pg, err := dyn.Resource(gvrVCPodGroup).Namespace(e.ns).Get(e.ctx, job, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("the operator's PodGroup of %s: %v", job, err)
+		}
+		minMember, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
+		phase, _, _ := unstructured.NestedString(pg.Object, "status", "phase")
+		if minMember != 4 || phase != "Running" {
+			return fmt.Errorf("Volcano PodGroup %s: minMember %d, phase %q; want 4 (as mpi-operator writes it) and Running", job, minMember, phase)
+		}
+		return nil
+	})
+}
+
+// mpiWaitForWorkers runs the example's MPIJob (launcherCreationPolicy WaitForWorkersReady) on 4
+// nodes of 1 GPU: job1's 3 workers start together, its launcher (1 CPU) joins them, ends, and the
+// operator deletes the workers; gang(job1) checks the PodGroup meanwhile. job2, of 2 workers,
+// created while job1 holds 3 of the 4 GPUs, waits whole (no worker bound, no launcher) and starts
+// once job1 is done.
+func mpiWaitForWorkers(t *testing.T, e *env, gang func(job string) error) {
+	t.Helper()
 	launcher := func(name string) *opJob {
 		return &opJob{w: &opWorkload{kind: "MPIJob launcher", gvr: gvrMPIJobV2, selector: func(name string) string {
 			return "training.kubeflow.org/job-name=" + name + ",training.kubeflow.org/job-role=launcher"
@@ -1446,13 +1489,7 @@ func TestOperatorMPIJobWaitForWorkers(t *testing.T) {
 	job1 := e.createOpJob(mpiV2Workers, "job1", 3, "")
 	e.eventually(time.Minute, "job1's 3 workers run", e.opRunning(job1))
 	e.eventually(time.Minute, "job1's launcher is created and runs", e.opStarted(launcher("job1")))
-	pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(e.ctx, "mpijob-job1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("Phalanx's PodGroup of job1: %v", err)
-	}
-	if pg.Spec.MinMember != 3 {
-		t.Errorf("PodGroup mpijob-job1 has minMember %d, want the 3 workers", pg.Spec.MinMember)
-	}
+	e.eventually(30*time.Second, "job1's PodGroup", func(context.Context) error { return gang("job1") })
 
 	job2 := e.createOpJob(mpiV2Workers, "job2", 2, "")
 	e.eventually(30*time.Second, "job2's 2 workers wait whole, saying why", all(e.opWaiting(job2), noLauncher("job2")))
