@@ -435,6 +435,25 @@ podAnnotations: {team: ml}
 		t.Errorf("subjects %+v and %+v, want %+v", crb.Subjects, rb.Subjects, want)
 	}
 
+	// The Role reads and writes the Lease and the state ConfigMap of these values by name.
+	var role rbacv1.Role
+	objs.get(t, "Role", ns, "gpu-scheduler-leader-election", &role)
+	wantRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"gpu-lease"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"phalanx-state-gpu-sched"}, Verbs: []string{"get", "update"}},
+	}
+	if !reflect.DeepEqual(role.Rules, wantRules) {
+		t.Errorf("Role rules:\n got %+v\nwant %+v", role.Rules, wantRules)
+	}
+	// Without leader election, no Lease.
+	noLease := mustTemplate(t, "gpu", "default", "-f", values, "--set", "leaderElection.enabled=false,replicas=1")
+	noLease.get(t, "Role", ns, "gpu-scheduler-leader-election", &role)
+	if !reflect.DeepEqual(role.Rules, wantRules[2:]) {
+		t.Errorf("Role rules without leader election:\n got %+v\nwant %+v", role.Rules, wantRules[2:])
+	}
+
 	var svc corev1.Service
 	objs.get(t, "Service", ns, "gpu-scheduler-metrics", &svc)
 	if svc.Spec.Ports[0].Port != 9090 || svc.Annotations["prometheus.io/port"] != "9090" || svc.Annotations["team"] != "ml" {

@@ -192,10 +192,16 @@ func TestHelm(t *testing.T) {
 			for _, group := range r.APIGroups {
 				for _, res := range r.Resources {
 					resource, sub, _ := strings.Cut(res, "/")
+					names := r.ResourceNames
+					if len(names) == 0 {
+						names = []string{""} // any object
+					}
 					for _, verb := range r.Verbs {
-						attrs := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: group, Resource: resource, Subresource: sub}
-						if !allowed(t, ctx, user, groups, attrs) {
-							t.Errorf("%s may not %s %s/%s in %q", user, verb, group, res, namespace)
+						for _, name := range names {
+							attrs := authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: group, Resource: resource, Subresource: sub, Name: name}
+							if !allowed(t, ctx, user, groups, attrs) {
+								t.Errorf("%s may not %s %s/%s %q in %q", user, verb, group, res, name, namespace)
+							}
 						}
 					}
 				}
@@ -208,6 +214,10 @@ func TestHelm(t *testing.T) {
 		{Verb: "get", Resource: "secrets"},
 		{Verb: "delete", Resource: "pods", Namespace: e.ns},
 		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: "kube-system"},
+		// In its own namespace, only its Lease and its state ConfigMap.
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: helmNamespace, Name: "another-lease"},
+		{Verb: "get", Resource: "configmaps", Namespace: helmNamespace, Name: helmRelease + "-config"},
+		{Verb: "update", Resource: "configmaps", Namespace: helmNamespace, Name: "another"},
 		{Verb: "delete", Group: "scheduling.phalanx.dev", Resource: "queues"},
 	} {
 		if allowed(t, ctx, user, groups, attrs) {

@@ -30,7 +30,8 @@ const rbacManifest = "../../deploy/rbac.yaml"
 // and checks that everything it must do works: take the Lease, create the
 // default Queue if missing, read namespaces, bind a gang, write PodGroup
 // status and the PodScheduled condition of a waiting pod, evict a
-// lower-priority gang, record its state in a ConfigMap.
+// lower-priority gang, record its state in a ConfigMap. The Lease is
+// deploy/'s (phalanx-scheduler): the Role names it.
 func TestLeastPrivilege(t *testing.T) {
 	e := newEnv(t)
 	e.addNodes(kwokNodes("rbac", 2).GPUs(2))
@@ -49,7 +50,7 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	cfg := rest.AnonymousClientConfig(restConfig)
 	cfg.BearerToken = tok.Status.Token
-	launchScheduler(t, cfg, &scheduler.LeaderElection{Namespace: "phalanx-system", Name: "phalanx-scheduler-e2e",
+	launchScheduler(t, cfg, &scheduler.LeaderElection{Namespace: "phalanx-system", Name: "phalanx-scheduler",
 		Identity: "e2e", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second}, true,
 		scheduler.Options{Preemption: true, StateNamespace: "phalanx-system"})
 
@@ -71,7 +72,7 @@ func TestLeastPrivilege(t *testing.T) {
 		_, err := kube.CoreV1().ConfigMaps("phalanx-system").Get(ctx, "phalanx-state-phalanx", metav1.GetOptions{})
 		return err
 	})
-	lease, err := kube.CoordinationV1().Leases("phalanx-system").Get(ctx, "phalanx-scheduler-e2e", metav1.GetOptions{})
+	lease, err := kube.CoordinationV1().Leases("phalanx-system").Get(ctx, "phalanx-scheduler", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "e2e" {
 		t.Errorf("lease %+v (%v), want it held by e2e", lease, err)
 	}
