@@ -78,22 +78,6 @@ func fromForeign(u *unstructured.Unstructured) (*v1alpha1.PodGroup, error) {
 	}, nil
 }
 
-// launcherAfterWorkers is, for a PodGroup of another scheduler's API that
-// an mpi-operator MPIJob controls and whose launcher the operator creates
-// only once every worker is Ready, the number of workers; 0 otherwise, or
-// while the MPIJob is not read.
-func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup) int {
-	ctrl := metav1.GetControllerOf(pg)
-	if ctrl == nil || ctrl.Kind != kindMPIJob || ctrl.APIVersion != "kubeflow.org/v2beta1" {
-		return 0
-	}
-	o := s.owners.objects[objectKey{"kubeflow.org", kindMPIJob, pg.Namespace, ctrl.Name}]
-	if o == nil || (o.ref.uid != "" && ctrl.UID != "" && o.ref.uid != ctrl.UID) {
-		return 0
-	}
-	return int(o.readyWorkers)
-}
-
 // annotationForeignAPI marks, in the store only, a PodGroup read from
 // another scheduler's API, with that API's version.
 const annotationForeignAPI = "scheduling.phalanx.dev/read-from"

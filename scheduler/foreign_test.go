@@ -393,39 +393,72 @@ func TestMarkPendingWaits(t *testing.T) {
 	}
 }
 
-// mpi-operator with --gang-scheduling writes minMember = workers + 1 even when
-// it creates the launcher only once the workers are Ready: the gang is then
-// the workers. Any other controller, policy or minMember is read as written.
-func TestForeignMPIJobLauncherAfterWorkers(t *testing.T) {
+// An MPIJob whose launcher comes once the workers are Ready: its gang is the
+// workers until the launcher exists, then the workers and the launcher,
+// whether mpi-operator wrote the PodGroup (--gang-scheduling: minMember =
+// workers + 1) or Phalanx derived it (minMember = workers). Any other
+// owner, policy or minMember is read as written.
+func TestMPIJobLauncherAfterWorkers(t *testing.T) {
 	mpi := ownerKindOf(t, kindMPIJob, "v2beta1")
 	const waits = `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":3}}}`
 	const atStartup = `{"mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":3}}}`
 	yes := true
 	for _, tc := range []struct {
 		name       string
+		derived    bool   // Phalanx's own PodGroup, not Volcano's
 		spec       string // the MPIJob's; "" for none read
 		apiVersion string
-		min        int64
+		min        int32
+		launcher   bool // the launcher pod exists
 		want       int
 	}{
-		{"waits", waits, "kubeflow.org/v2beta1", 4, 3},
-		{"explicit minimum", waits, "kubeflow.org/v2beta1", 2, 2},
-		{"at startup", atStartup, "kubeflow.org/v2beta1", 4, 4},
-		{"not read yet", "", "kubeflow.org/v2beta1", 4, 4},
-		{"training-operator", waits, "kubeflow.org/v1", 4, 4},
+		{"waits", false, waits, "kubeflow.org/v2beta1", 4, false, 3},
+		{"launcher created", false, waits, "kubeflow.org/v2beta1", 4, true, 4},
+		{"derived", true, waits, "kubeflow.org/v2beta1", 3, false, 3},
+		{"derived, launcher created", true, waits, "kubeflow.org/v2beta1", 3, true, 4},
+		{"explicit minimum", false, waits, "kubeflow.org/v2beta1", 2, true, 2},
+		{"at startup", false, atStartup, "kubeflow.org/v2beta1", 4, false, 4},
+		{"not read yet", false, "", "kubeflow.org/v2beta1", 4, false, 4},
+		{"training-operator", false, waits, "kubeflow.org/v1", 4, false, 4},
 	} {
-		u := volcanoPodGroup("job1", tc.min)
-		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: tc.apiVersion, Kind: kindMPIJob, Name: "job1",
-			UID: "uid-mpijob-job1", Controller: &yes}})
-		pg, err := fromForeign(u)
-		if err != nil {
-			t.Fatal(err)
+		var pg *v1alpha1.PodGroup
+		ref := metav1.OwnerReference{APIVersion: tc.apiVersion, Kind: kindMPIJob, Name: "job1", UID: "uid-mpijob-job1"}
+		if tc.derived {
+			pg = testPodGroup("job1", tc.min)
+			pg.OwnerReferences = []metav1.OwnerReference{ref}
+		} else {
+			ref.Controller = &yes
+			u := volcanoPodGroup("job1", int64(tc.min))
+			u.SetOwnerReferences([]metav1.OwnerReference{ref})
+			var err error
+			if pg, err = fromForeign(u); err != nil {
+				t.Fatal(err)
+			}
 		}
-		s := NewStore([]string{"volcano"})
+		s := NewStore([]string{"volcano", "phalanx"})
 		if tc.spec != "" {
 			s.SetOwner(mpi.gvr, mpi.kind, ownerObj(t, mpi, "job1", tc.spec))
 		}
-		s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+		if tc.derived {
+			s.SetPodGroup(pg)
+		} else {
+			s.SetForeignPodGroup("scheduling.volcano.sh", pg, nil)
+		}
+		pods := []string{"job1-worker-0", "job1-worker-1", "job1-worker-2"}
+		if tc.launcher {
+			pods = append(pods, "job1-launcher-x")
+		}
+		for _, name := range pods {
+			p := testPod(name).GPUs(1).Obj()
+			p.Spec.SchedulerName = "volcano"
+			p.Annotations = map[string]string{AnnotationGroupName: "job1"}
+			role := "worker"
+			if strings.Contains(name, "launcher") {
+				role = "launcher"
+			}
+			p.Labels = map[string]string{labelKubeflowOperator: "mpi-operator", labelKubeflowJobRole: role, labelKubeflowJobName: "job1"}
+			s.SetPod(p)
+		}
 		_, views := s.Snapshot()
 		v := views["ns/job1"]
 		if v == nil {

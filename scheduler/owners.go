@@ -98,6 +98,7 @@ const (
 	annotationLWSSize         = "leaderworkerset.sigs.k8s.io/size"
 	labelKubeflowJobName      = "training.kubeflow.org/job-name"
 	labelKubeflowOperator     = "training.kubeflow.org/operator-name"
+	labelKubeflowJobRole      = "training.kubeflow.org/job-role"
 	labelRayCluster           = "ray.io/cluster"
 	annotationJobIndex        = batchv1.JobCompletionIndexAnnotation // batch.kubernetes.io/job-completion-index
 )
@@ -139,6 +140,45 @@ const (
 // mpiWaitForWorkersReady is the launcherCreationPolicy of an mpi-operator
 // MPIJob whose launcher the operator creates once every worker is Ready.
 const mpiWaitForWorkersReady = "WaitForWorkersReady"
+
+// launcherAfterWorkers is the minimum of the gang of PodGroup pg when an
+// mpi-operator MPIJob owns pg and creates its launcher only once every
+// worker is Ready (launcherCreationPolicy WaitForWorkersReady): the workers,
+// and the launcher once it exists. A gang that counted the launcher before
+// it exists could never be whole: no gang scheduler lets the workers be
+// Ready first (kubeflow/mpi-operator issue 608, which mpi-operator's own
+// PodGroups, minMember = workers + 1, run into). Once the launcher exists,
+// it is part of the minimum: the workers then hold their GPUs for it, and a
+// gang that holds them without it is partial, completed before any other
+// gang or released (partial.go). ok is false for any other PodGroup, for a
+// minMember that is neither the workers nor the workers and the launcher,
+// and while the MPIJob is not read.
+func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool) {
+	var job *metav1.OwnerReference
+	for i, ref := range pg.OwnerReferences {
+		if ref.Kind == kindMPIJob && ref.APIVersion == "kubeflow.org/v2beta1" {
+			job = &pg.OwnerReferences[i]
+			break
+		}
+	}
+	if job == nil {
+		return 0, false
+	}
+	o := s.owners.objects[objectKey{"kubeflow.org", kindMPIJob, pg.Namespace, job.Name}]
+	if o == nil || o.readyWorkers == 0 || (o.ref.uid != "" && job.UID != "" && o.ref.uid != job.UID) {
+		return 0, false
+	}
+	workers := int(o.readyWorkers)
+	if n := int(pg.Spec.MinMember); n != workers && n != workers+1 {
+		return 0, false
+	}
+	for _, p := range g.members {
+		if p.pod.Labels[labelKubeflowOperator] == "mpi-operator" && p.pod.Labels[labelKubeflowJobRole] == "launcher" {
+			return workers + 1, true
+		}
+	}
+	return workers, true
+}
 
 // OwnerKinds are the workload APIs gangs are derived from that Phalanx reads
 // where the cluster serves them.

@@ -163,12 +163,8 @@ func (s *Store) view(g *gangInfo) *gangView {
 		}
 		v.podGroup = pg
 		v.minMember = int(pg.Spec.MinMember)
-		if w := s.launcherAfterWorkers(pg); w > 0 && v.minMember == w+1 {
-			// mpi-operator (--gang-scheduling) counts the launcher in
-			// minMember, but creates it only once the workers are Ready,
-			// which no gang scheduler lets them be (kubeflow/mpi-operator
-			// issue 608): the workers are the gang, the launcher joins it.
-			v.minMember = w
+		if min, ok := s.launcherAfterWorkers(pg, g); ok {
+			v.minMember = min // an MPIJob's launcher counts once it exists
 		}
 		v.arrival = pg.CreationTimestamp.Unix()
 		switch {

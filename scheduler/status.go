@@ -91,7 +91,10 @@ func podGroupStatus(old v1alpha1.PodGroupStatus, v *gangView, last *verdict, adm
 	min := int32(v.minMember)
 	members := v.nPending + v.nRunning + v.nSucceeded + v.nFailed
 	switch {
-	case members > 0 && v.nRunning+v.nSucceeded >= min && v.nRunning == 0 && v.nPending == 0:
+	case members > 0 && v.nRunning == 0 && v.nPending == 0 && (v.nSucceeded >= min || v.nFailed == 0):
+		// Ended: succeeded when enough members did, or when every member
+		// left did (an operator deletes the workers of a job whose launcher
+		// succeeded: mpi-operator's cleanPodPolicy Running).
 		st.Phase = v1alpha1.PodGroupSucceeded
 	case members > 0 && v.nPending == 0 && v.nRunning == 0:
 		st.Phase = v1alpha1.PodGroupFailed

@@ -182,6 +182,8 @@ func TestPodGroupStatus(t *testing.T) {
 		{"running", gangView{minMember: 3, bound: 3, nRunning: 3}, nil, true, v1alpha1.PodGroupRunning, v1alpha1.PodGroupScheduled},
 		{"succeeded", gangView{minMember: 3, bound: 3, nSucceeded: 3}, nil, true, v1alpha1.PodGroupSucceeded, v1alpha1.PodGroupScheduled},
 		{"failed", gangView{minMember: 3, bound: 1, nSucceeded: 1, nFailed: 2}, nil, true, v1alpha1.PodGroupFailed, ""},
+		// The operator deleted the other members once the job ended (mpi-operator's cleanPodPolicy Running).
+		{"succeeded, others deleted", gangView{minMember: 4, bound: 1, nSucceeded: 1}, nil, true, v1alpha1.PodGroupSucceeded, ""},
 		{"partly running", gangView{minMember: 3, bound: 1, nRunning: 1, nPending: 2}, nil, true, v1alpha1.PodGroupUnknown, ""},
 	}
 	for _, tt := range tests {

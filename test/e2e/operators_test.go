@@ -71,6 +71,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	"github.com/phalanx-sched/phalanx/scheduler"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -1413,6 +1414,17 @@ func TestOperatorMPIJobWaitForWorkers(t *testing.T) {
 		}
 		if pg.Spec.MinMember != 3 {
 			return fmt.Errorf("PodGroup mpijob-%s has minMember %d, want the 3 workers", job, pg.Spec.MinMember)
+		}
+		return nil
+	})
+	// Its launcher succeeded, and the operator deleted its workers: the PodGroup says Succeeded.
+	e.eventually(30*time.Second, "job1's PodGroup says Succeeded", func(ctx context.Context) error {
+		pg, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).Get(ctx, "mpijob-job1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pg.Status.Phase != v1alpha1.PodGroupSucceeded {
+			return fmt.Errorf("PodGroup mpijob-job1: phase %q, succeeded %d, running %d, failed %d", pg.Status.Phase, pg.Status.Succeeded, pg.Status.Running, pg.Status.Failed)
 		}
 		return nil
 	})
