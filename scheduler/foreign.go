@@ -25,6 +25,7 @@ var ForeignPodGroups = []schema.GroupVersionResource{
 	{Group: "scheduling.volcano.sh", Version: "v1beta1", Resource: "podgroups"},
 	{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Resource: "podgroups"},
 	{Group: "scheduling.incubator.k8s.io", Version: "v1alpha1", Resource: "podgroups"},
+	{Group: "scheduling.sigs.dev", Version: "v1alpha2", Resource: "podgroups"},
 	{Group: "scheduling.sigs.k8s.io", Version: "v1alpha1", Resource: "podgroups"},
 }
 
@@ -120,6 +121,7 @@ var foreignAPIs = map[string]struct {
 }{
 	"scheduling.volcano.sh":       {volcanoSchema, "volcano"},
 	"scheduling.incubator.k8s.io": {volcanoSchema, "kube-batch"},
+	"scheduling.sigs.dev":         {volcanoSchema, "kube-batch"}, // kube-batch 0.5 and later
 	"scheduling.x-k8s.io":         {pluginsSchema, "scheduler-plugins-scheduler"},
 	"scheduling.sigs.k8s.io":      {pluginsSchema, "scheduler-plugins-scheduler"},
 }

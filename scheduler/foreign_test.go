@@ -469,3 +469,12 @@ func TestMPIJobLauncherAfterWorkers(t *testing.T) {
 		}
 	}
 }
+
+// Every PodGroup API read has a status schema and a scheduler name.
+func TestForeignAPIsComplete(t *testing.T) {
+	for _, gvr := range ForeignPodGroups {
+		if api, ok := foreignAPIs[gvr.Group]; !ok || api.schedulerName == "" {
+			t.Errorf("%s: no entry in foreignAPIs", gvr)
+		}
+	}
+}

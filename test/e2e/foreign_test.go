@@ -17,8 +17,8 @@ import (
 )
 
 // TestForeignPodGroups: tf-operator with --enable-gang-scheduling creates the
-// PodGroup of the batch scheduler it was built for, kube-batch's or
-// Volcano's, not Phalanx's. Where the cluster serves such an API, Phalanx
+// PodGroup of the batch scheduler it was built for, kube-batch's (before and
+// since 0.5) or Volcano's, not Phalanx's. Where the cluster serves such an API, Phalanx
 // reads the gang's minMember from it: the gang waits whole, then runs whole
 // once there is room.
 func TestForeignPodGroups(t *testing.T) {
@@ -29,6 +29,8 @@ func TestForeignPodGroups(t *testing.T) {
 	}{
 		{"kube-batch", schema.GroupVersionResource{Group: "scheduling.incubator.k8s.io", Version: "v1alpha1", Resource: "podgroups"},
 			"testdata/kube-batch-podgroup-crd.yaml"},
+		{"kube-batch-0.5", schema.GroupVersionResource{Group: "scheduling.sigs.dev", Version: "v1alpha2", Resource: "podgroups"},
+			"testdata/kube-batch-0.5-podgroup-crd.yaml"},
 		// Volcano's CRD as generated from volcano.sh/apis (hack/operators/build.sh).
 		{"volcano", volcanoPodGroups, ""},
 	} {
