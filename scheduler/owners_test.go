@@ -533,6 +533,8 @@ func FuzzOwnerSpec(f *testing.F) {
 	f.Add(uint8(2), "tf.job", `{"tfReplicaSpecs":{"PS":{"replicas":1e300},"Worker":null}}`, "")
 	f.Add(uint8(3), "pt", `{"elasticPolicy":{"minReplicas":"2"},"pytorchReplicaSpecs":{"Master":{}}}`, "")
 	f.Add(uint8(8), "mpi", `{"mpiReplicaSpecs":{"Worker":{"replicas":4294967297}}}`, "")
+	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Worker":{"replicas":-3}}}`, "")
+	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","runPolicy":{"schedulingPolicy":{"minAvailable":9}},"mpiReplicaSpecs":{"Worker":{"replicas":200000}}}`, "")
 	f.Add(uint8(9), "rc", `{"workerGroupSpecs":[{"minReplicas":2147483647,"numOfHosts":-1}]}`, "")
 	f.Add(uint8(1), strings.Repeat("x", 80), `{}`, "-1")
 	f.Add(uint8(4), "j", `[]`, "99999999999")
@@ -549,6 +551,9 @@ func FuzzOwnerSpec(f *testing.F) {
 		o := readOwner(k.gvr, k.kind, u)
 		if o.problem == "" && k.kind != kindLWS && (o.min < 1 || o.min > maxDerivedMin) {
 			t.Errorf("%s %s: minMember %d without a problem", k.kind, spec, o.min)
+		}
+		if o.readyWorkers < 0 || o.readyWorkers > maxDerivedMin {
+			t.Errorf("%s %s: a launcher waiting for %d workers", k.kind, spec, o.readyWorkers)
 		}
 		for rj, n := range o.parts {
 			if n < 0 {
