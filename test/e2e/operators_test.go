@@ -1457,6 +1457,31 @@ func TestOperatorMPIJobVolcanoWaitForWorkers(t *testing.T) {
 	})
 }
 
+// TestOperatorMPIJobSchedulerPluginsWaitForWorkers: the same, mpi-operator with
+// --gang-scheduling=phalanx (its scheduler-plugins mode: a scheduling.x-k8s.io PodGroup of
+// minMember 4, pods labelled scheduling.x-k8s.io/pod-group, schedulerName phalanx).
+func TestOperatorMPIJobSchedulerPluginsWaitForWorkers(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "scheduler-plugins")
+	installOperatorCRDs(t, e, "mpi-operator")
+	e.addNodes(kwokNodes("op-mpisp", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "job-controller")
+	startMPIOperator(t, e, "--gang-scheduling="+defaultSchedulerNm)
+	mpiWaitForWorkers(t, e, func(job string) error {
+		pg, err := dyn.Resource(gvrSPPodGroup).Namespace(e.ns).Get(e.ctx, job, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("the operator's PodGroup of %s: %v", job, err)
+		}
+		minMember, _, _ := unstructured.NestedInt64(pg.Object, "spec", "minMember")
+		phase, _, _ := unstructured.NestedString(pg.Object, "status", "phase")
+		if minMember != 4 || phase != "Running" {
+			return fmt.Errorf("scheduler-plugins PodGroup %s: minMember %d, phase %q; want 4 (as mpi-operator writes it) and Running", job, minMember, phase)
+		}
+		return nil
+	})
+}
+
 // mpiWaitForWorkers runs the example's MPIJob (launcherCreationPolicy WaitForWorkersReady) on 4
 // nodes of 1 GPU: job1's 3 workers start together, its launcher (1 CPU) joins them, ends, and the
 // operator deletes the workers; gang(job1) checks the PodGroup meanwhile. job2, of 2 workers,
