@@ -1489,14 +1489,9 @@ func TestOperatorMPIJobSchedulerPluginsWaitForWorkers(t *testing.T) {
 // once job1 is done.
 func mpiWaitForWorkers(t *testing.T, e *env, gang func(job string) error) {
 	t.Helper()
-	launcher := func(name string) *opJob {
-		return &opJob{w: &opWorkload{kind: "MPIJob launcher", gvr: gvrMPIJobV2, selector: func(name string) string {
-			return "training.kubeflow.org/job-name=" + name + ",training.kubeflow.org/job-role=launcher"
-		}}, name: name, size: 1}
-	}
 	noLauncher := func(name string) check {
 		return func(ctx context.Context) error {
-			pods, err := e.opPods(launcher(name))
+			pods, err := e.opPods(mpiLauncher(name))
 			if err != nil {
 				return err
 			}
@@ -1506,26 +1501,10 @@ func mpiWaitForWorkers(t *testing.T, e *env, gang func(job string) error) {
 			return nil
 		}
 	}
-	succeeded := func(name string) check {
-		return func(ctx context.Context) error {
-			u, err := dyn.Resource(gvrMPIJobV2).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			for _, c := range conds {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Succeeded" && m["status"] == "True" {
-					return nil
-				}
-			}
-			raw, _ := json.Marshal(conds)
-			return fmt.Errorf("MPIJob %s has not succeeded: conditions %s", name, raw)
-		}
-	}
 
 	job1 := e.createOpJob(mpiV2Workers, "job1", 3, "")
 	e.eventually(time.Minute, "job1's 3 workers run", e.opRunning(job1))
-	e.eventually(time.Minute, "job1's launcher is created and runs", e.opStarted(launcher("job1")))
+	e.eventually(time.Minute, "job1's launcher is created and runs", e.opStarted(mpiLauncher("job1")))
 	e.eventually(30*time.Second, "job1's PodGroup", func(context.Context) error { return gang("job1") })
 
 	job2 := e.createOpJob(mpiV2Workers, "job2", 2, "")
@@ -1534,8 +1513,85 @@ func mpiWaitForWorkers(t *testing.T, e *env, gang func(job string) error) {
 	e.consistently(holdStill, "job2 to stay whole-pending, without a launcher, while job1 runs",
 		all(e.opWaiting(job2), noLauncher("job2"), e.opRunning(job1)))
 
-	e.eventually(90*time.Second, "job1 succeeds", succeeded("job1"))
+	e.eventually(90*time.Second, "job1 succeeds", e.mpiSucceeded("job1"))
 	e.eventually(time.Minute, "job2's workers run", e.opRunning(job2))
-	e.eventually(time.Minute, "job2's launcher is created and runs", e.opStarted(launcher("job2")))
-	e.eventually(90*time.Second, "job2 succeeds", succeeded("job2"))
+	e.eventually(time.Minute, "job2's launcher is created and runs", e.opStarted(mpiLauncher("job2")))
+	e.eventually(90*time.Second, "job2 succeeds", e.mpiSucceeded("job2"))
+}
+
+// mpiLauncher is the launcher of the MPIJob of mpi-operator called name, as an opJob of one pod.
+func mpiLauncher(name string) *opJob {
+	return &opJob{w: &opWorkload{kind: "MPIJob launcher", gvr: gvrMPIJobV2, selector: func(name string) string {
+		return "training.kubeflow.org/job-name=" + name + ",training.kubeflow.org/job-role=launcher"
+	}}, name: name, size: 1}
+}
+
+// mpiSucceeded: the MPIJob called name has the condition Succeeded.
+func (e *env) mpiSucceeded(name string) check {
+	return func(ctx context.Context) error {
+		u, err := dyn.Resource(gvrMPIJobV2).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Succeeded" && m["status"] == "True" {
+				return nil
+			}
+		}
+		raw, _ := json.Marshal(conds)
+		return fmt.Errorf("MPIJob %s has not succeeded: conditions %s", name, raw)
+	}
+}
+
+// TestOperatorMPIJobLauncherDoesNotFit: the launcher of an MPIJob that waits for Ready workers
+// finds no room once they run: each node has one CPU, three taken by the workers, one by another
+// pod. The gang then holds its workers without its minimum (the launcher counts once it exists):
+// past --partial-gang-timeout (10 s here) they are evicted, the operator creates them again, and
+// the gang of the 3 workers and the launcher waits whole until the other pod is gone; then it runs
+// whole and succeeds.
+func TestOperatorMPIJobLauncherDoesNotFit(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "mpi-operator")
+	e.addNodes(kwokNodes("op-mpinf", 4).CPU("1").Memory("16Gi").GPUs(1))
+	startSchedulerOpts(t, scheduler.Options{PartialGangTimeout: 10 * time.Second})
+	startControllerManager(t, "job-controller")
+	startMPIOperator(t, e)
+
+	other := e.create(gang("other").Members(1).GPUs(0).WorkerCPU("1"))
+	e.eventually(time.Minute, "the other pod runs", e.bound(other))
+	job1 := e.createOpJob(mpiV2Workers, "job1", 3, "")
+	e.eventually(time.Minute, "job1's 3 workers run", e.opRunning(job1))
+	pods, err := e.opPods(job1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[types.UID]bool{}
+	for _, p := range pods {
+		first[p.UID] = true
+	}
+	worker := pods[0].Name
+	e.eventually(time.Minute, "job1's launcher is created", e.opCreated(mpiLauncher("job1")))
+	e.eventually(90*time.Second, "job1's workers are evicted, and created again", func(ctx context.Context) error {
+		pods, err := e.opPods(job1)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if first[p.UID] {
+				return fmt.Errorf("worker %s (%s) is still the first one, on %q", p.Name, p.UID, p.Spec.NodeName)
+			}
+		}
+		if len(pods) != 3 {
+			return fmt.Errorf("%d workers, want 3", len(pods))
+		}
+		return nil
+	})
+	e.eventually(30*time.Second, "the eviction says why", e.eventOn(worker, "PartialGangReleased", "held 3 of its 4 members"))
+	e.consistently(holdStill, "job1 (its workers and its launcher) to wait whole",
+		all(e.opNoneBound(job1), e.opNoneBound(mpiLauncher("job1"))))
+	e.deletePods(other)
+	e.eventually(time.Minute, "job1's workers run", e.opRunning(job1))
+	e.eventually(time.Minute, "job1's launcher runs", e.opStarted(mpiLauncher("job1")))
+	e.eventually(90*time.Second, "job1 succeeds", e.mpiSucceeded("job1"))
 }
