@@ -61,9 +61,9 @@ import (
 //     workers plus the launcher (whose pod a batch Job owns: it is found by
 //     the label training.kubeflow.org/operator-name=mpi-operator); with
 //     launcherCreationPolicy WaitForWorkersReady the operator creates the
-//     launcher only once the workers are Ready, so the gang is the workers
-//     alone (the launcher joins it), and a minAvailable above them is the
-//     job's problem.
+//     launcher only once the workers are Ready, so minMember is the workers
+//     (the launcher counts once it exists: launcherAfterWorkers), and a
+//     minAvailable above them is the job's problem.
 //   - RayCluster (ray.io/v1; pod label ray.io/cluster): minMember = the head
 //     plus, for every worker group not suspended, minReplicas x numOfHosts.
 //   - Indexed batch Job (pod annotation batch.kubernetes.io/job-completion-index,
@@ -898,8 +898,9 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 		count := func(t string, def int32) {
 			c.add(fmt.Sprintf("spec.%s[%s].replicas", key, t), replicaCount(replicas, t), def, 1)
 		}
-		// mpi-operator's launcher may come only once the workers are Ready: it
-		// is then no part of the gang, which must start without it.
+		// mpi-operator's launcher may come only once the workers are Ready:
+		// the gang must then start without it (launcherAfterWorkers counts
+		// it once it exists).
 		waitForWorkers := kind == kindMPIJob && gvr.Version == "v2beta1" && kf.LauncherCreationPolicy == mpiWaitForWorkersReady
 		var workers counter
 		if waitForWorkers {
