@@ -904,7 +904,7 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 		waitForWorkers := kind == kindMPIJob && gvr.Version == "v2beta1" && kf.LauncherCreationPolicy == mpiWaitForWorkersReady
 		var workers counter
 		if waitForWorkers {
-			workers.add("", replicaCount(replicas, "Worker"), 0, 1)
+			workers.add(fmt.Sprintf("spec.%s[Worker].replicas", key), replicaCount(replicas, "Worker"), 0, 1)
 			if workers.problem == "" && workers.sum <= maxDerivedMin {
 				o.readyWorkers = int32(workers.sum)
 			}
@@ -919,10 +919,8 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 				return o
 			}
 		case waitForWorkers:
-			count("Worker", 0)
-			if c.sum == 0 {
-				c.sum = 1 // no worker: the launcher comes at once, and is the gang
-			}
+			c = workers
+			c.sum = max(c.sum, 1) // no worker: the launcher comes at once, and is the gang
 		case kind == kindMPIJob && gvr.Version == "v2beta1":
 			c.sum = 1 // the launcher
 			count("Worker", 0)
