@@ -55,8 +55,9 @@ PHALANX_KUBECTL=$(sed -n 's/^PHALANX_K8S_BIN=//p' "$PHALANX_CLUSTER_DIR/env")/ku
 export PHALANX_KUBECTL
 
 status=0
-# The whole suite took 1,103 s under -race on 2 cores (2026-12-01, before the mpi-operator tests
-# added about 6 minutes): 45 minutes leaves room for a slower machine, well within CI's 90.
+# The whole suite took 1,103 s under -race on 2 cores with three of the mpi-operator tests, and
+# 1,238 s with all five and kube-batch 0.5's (a cold CI run, 2026-12-01): past the 20 minutes it
+# had; 45 leave room for a slower machine, well within CI's 90.
 "$GO" test -race -tags e2e -count=1 -v -timeout 45m ./test/e2e "$@" || status=$?
 if ((status != 0)); then
   echo "test-e2e: FAILED (exit $status); control-plane logs in $PHALANX_CLUSTER_DIR/logs" >&2
