@@ -9,7 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 // TestStopAPIRemovesWhatWasDelivered: when an API's CRD goes, everything
@@ -24,6 +26,20 @@ func TestStopAPIRemovesWhatWasDelivered(t *testing.T) {
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{gvr: "JobSetList"}, object("a"), object("b"))
+	// The fake client sends an object's deletion only to the watches open
+	// then: the test deletes once the informer's is.
+	watching := make(chan struct{}, 1)
+	dyn.PrependWatchReactor("*", func(action clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := dyn.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		select { // open now
+		case watching <- struct{}{}:
+		default:
+		}
+		return true, w, nil
+	})
 	s, _ := newDecodeScheduler(t)
 	s.opts.Dynamic = dyn
 	ctx, cancel := context.WithCancel(context.Background())
@@ -49,6 +65,11 @@ func TestStopAPIRemovesWhatWasDelivered(t *testing.T) {
 		}
 	}
 	loop(func() bool { return len(stored) == 2 })
+	select {
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the informer opened no watch")
+	}
 
 	if err := dyn.Resource(gvr).Namespace("ns").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
