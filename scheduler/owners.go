@@ -153,7 +153,13 @@ const mpiWaitForWorkersReady = "WaitForWorkersReady"
 // gang or released (partial.go). ok is false for any other PodGroup, for a
 // minMember that is neither the workers nor the workers and the launcher,
 // and while the MPIJob is not read.
-func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool) {
+//
+// Until the launcher exists and while no member holds a node, coming is
+// the launcher as the MPIJob's template describes it, if Phalanx is to
+// place it: the gang's first placement finds room for it too, and keeps
+// that room for it while the workers start (launcherRoom), so that the
+// workers never run with no room left for their launcher. nil otherwise.
+func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool, coming *corev1.Pod) {
 	var job *metav1.OwnerReference
 	for i, ref := range pg.OwnerReferences {
 		if ref.Kind == kindMPIJob && ref.APIVersion == "kubeflow.org/v2beta1" {
@@ -162,23 +168,54 @@ func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min in
 		}
 	}
 	if job == nil {
-		return 0, false
+		return 0, false, nil
 	}
 	o := s.owners.objects[objectKey{"kubeflow.org", kindMPIJob, pg.Namespace, job.Name}]
 	if o == nil || o.readyWorkers == 0 || (o.ref.uid != "" && job.UID != "" && o.ref.uid != job.UID) {
-		return 0, false
+		return 0, false, nil
 	}
 	workers := int(o.readyWorkers)
 	if n := int(pg.Spec.MinMember); n != workers && n != workers+1 {
-		return 0, false
+		return 0, false, nil
 	}
+	started := false
 	for _, p := range g.members {
-		if p.pod.Labels[labelKubeflowOperator] == "mpi-operator" && p.pod.Labels[labelKubeflowJobRole] == "launcher" {
-			return workers + 1, true
+		if isMPILauncher(p.pod) {
+			return workers + 1, true, nil
 		}
+		started = started || p.holds()
 	}
-	return workers, true
+	// With a PodGroup of Volcano's or scheduler-plugins' API, mpi-operator
+	// gives the launcher the workers' scheduler (ours: they are members);
+	// with one Phalanx derived, the launcher goes where its template says.
+	_, derived := pg.Annotations[AnnotationDerivedFrom]
+	if !started && o.launcher != nil && (!derived || s.ours[o.launcher.Spec.SchedulerName]) {
+		coming = o.launcher
+	}
+	return workers, true, coming
 }
+
+// launcherToCome adds the launcher to come, pod, to v's members to come,
+// unless its template asks what the scheduler cannot place (then the
+// launcher says so itself once it exists).
+func (s *Store) launcherToCome(v *gangView, pod *corev1.Pod) {
+	req, problem := s.res.vector(podRequests(pod))
+	if problem != "" || unsupportedOf(pod) != "" {
+		return
+	}
+	v.coming = append(v.coming, &podInfo{pod: pod, gang: v.info.key, req: req, cons: s.constraints.of(pod, nil)})
+}
+
+// isMPILauncher reports whether pod is the launcher of an mpi-operator
+// MPIJob.
+func isMPILauncher(pod *corev1.Pod) bool {
+	return pod.Labels[labelKubeflowOperator] == "mpi-operator" && pod.Labels[labelKubeflowJobRole] == "launcher"
+}
+
+// comingName is the member name of a launcher to come in the core's gang:
+// no pod can have it (pod names have no spaces), so no member of the gang
+// shares it.
+func comingName(pod *corev1.Pod) string { return "launcher " + pod.Name + " (to come)" }
 
 // OwnerKinds are the workload APIs gangs are derived from that Phalanx reads
 // where the cluster serves them.
@@ -230,8 +267,11 @@ type ownerObject struct {
 	leaderParts map[string]int32
 	// readyWorkers, for an mpi-operator MPIJob whose launcher the operator
 	// creates once every worker is Ready, is the number of workers; 0
-	// otherwise.
+	// otherwise. launcher is then its launcher, as a pod made from the
+	// replica spec's template (nil if the template cannot be read), whose
+	// room the gang finds with the workers'.
 	readyWorkers int32
+	launcher     *corev1.Pod
 }
 
 // jobInfo is what the store keeps of a batch Job.
@@ -688,6 +728,23 @@ type replicaSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 }
 
+// launcherTemplate reads the pod template of the Launcher replica spec of
+// mpi-operator's MPIJob spec, as the pod it makes; nil if there is none or
+// it cannot be read. The name is the launcher's, as mpi-operator names it.
+func launcherTemplate(spec map[string]any, ns, job string) *corev1.Pod {
+	raw, found, err := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template")
+	if err != nil || !found {
+		return nil
+	}
+	var t corev1.PodTemplateSpec
+	if fromUnstructured(raw, "spec.mpiReplicaSpecs[Launcher].template", &t) != nil {
+		return nil
+	}
+	pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
+	pod.Name, pod.Namespace = job+"-launcher", ns
+	return pod
+}
+
 // kubeflowSpec is the spec of a Kubeflow job of any kind.
 type kubeflowSpec struct {
 	// LauncherCreationPolicy is mpi-operator's (v2beta1): WaitForWorkersReady
@@ -907,6 +964,7 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 			workers.add(fmt.Sprintf("spec.%s[Worker].replicas", key), replicaCount(replicas, "Worker"), 0, 1)
 			if workers.problem == "" && workers.sum <= maxDerivedMin {
 				o.readyWorkers = int32(workers.sum)
+				o.launcher = launcherTemplate(spec, u.GetNamespace(), u.GetName())
 			}
 		}
 		switch {

@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/phalanx-sched/phalanx/apis/scheduling/v1alpha1"
 	phalanxfake "github.com/phalanx-sched/phalanx/client/clientset/versioned/fake"
@@ -13,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -536,6 +539,10 @@ func FuzzOwnerSpec(f *testing.F) {
 	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Worker":{"replicas":-3}}}`, "")
 	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","runPolicy":{"schedulingPolicy":{"minAvailable":9}},"mpiReplicaSpecs":{"Worker":{"replicas":200000}}}`, "")
 	f.Add(uint8(9), "rc", `{"workerGroupSpecs":[{"minReplicas":2147483647,"numOfHosts":-1}]}`, "")
+	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Worker":{"replicas":2},`+
+		`"Launcher":{"template":{"spec":{"schedulerName":"phalanx","containers":[{"name":"l","resources":{"limits":{"cpu":"-1"}}}]}}}}}`, "")
+	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Worker":{"replicas":1},`+
+		`"Launcher":{"template":{"spec":{"containers":"l"}}}}}`, "")
 	f.Add(uint8(1), strings.Repeat("x", 80), `{}`, "-1")
 	f.Add(uint8(4), "j", `[]`, "99999999999")
 	f.Fuzz(func(t *testing.T, which uint8, name, spec, size string) {
@@ -554,6 +561,9 @@ func FuzzOwnerSpec(f *testing.F) {
 		}
 		if o.readyWorkers < 0 || o.readyWorkers > maxDerivedMin {
 			t.Errorf("%s %s: a launcher waiting for %d workers", k.kind, spec, o.readyWorkers)
+		}
+		if l := o.launcher; l != nil && (o.readyWorkers == 0 || l.Namespace != "ns" || l.Name != name+"-launcher") {
+			t.Errorf("%s %s: a launcher to come %s/%s, for %d workers", k.kind, spec, l.Namespace, l.Name, o.readyWorkers)
 		}
 		for rj, n := range o.parts {
 			if n < 0 {
@@ -651,4 +661,148 @@ func TestOwnerJobSetExclusive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMPIJobLauncherRoomHeld: an MPIJob whose launcher (8 CPUs, a whole
+// node's) comes only once its 3 workers (1 GPU and 8 CPUs each) are Ready,
+// on 4 nodes of 1 GPU and 8 CPUs. Its gang starts only where the launcher
+// fits too, and the node found for the launcher is held for it: another
+// gang, of one GPU, arriving later, does not take it while the workers
+// start, and waits until the launcher is placed there; the hold then goes.
+// With the fourth node taken before, the MPIJob waits whole, saying why,
+// rather than starting workers whose launcher would find no room.
+func TestMPIJobLauncherRoomHeld(t *testing.T) {
+	mpi := ownerKindOf(t, kindMPIJob, "v2beta1")
+	const spec = `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{
+		"Launcher":{"replicas":1,"template":{"spec":{"schedulerName":"phalanx","containers":[{"name":"l","resources":{"requests":{"cpu":"8"}}}]}}},
+		"Worker":{"replicas":3}}}`
+	mpiPod := func(name, role string) *corev1.Pod {
+		p := testPod(name).CPU("8").Group("job1").Obj()
+		if role == "worker" {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(1, resource.DecimalSI)}
+		}
+		p.Labels = map[string]string{labelKubeflowOperator: "mpi-operator", labelKubeflowJobRole: role, labelKubeflowJobName: "job1"}
+		return p
+	}
+	setup := func(t *testing.T, otherOn string) *Scheduler {
+		t.Helper()
+		s, err := New(Options{Now: func() time.Time { return time.Unix(200, 0) }}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
+		for i := range 4 {
+			s.store.SetNode(testNode(fmt.Sprintf("n%d", i), 1))
+		}
+		s.store.SetOwner(mpi.gvr, mpi.kind, ownerObj(t, mpi, "job1", spec))
+		pg := testPodGroup("job1", 3)
+		pg.Annotations = map[string]string{AnnotationDerivedFrom: "MPIJob/job1"}
+		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: kindMPIJob, Name: "job1", UID: "uid-mpijob-job1"}}
+		s.store.SetPodGroup(pg)
+		for i := range 3 {
+			s.store.SetPod(mpiPod(fmt.Sprintf("job1-worker-%d", i), "worker"))
+		}
+		other := testPod("other").GPUs(1).CPU("1").Obj()
+		other.CreationTimestamp = metav1.Unix(150, 0) // after the PodGroup (50): job1 goes first
+		if otherOn != "" {
+			other.Spec.NodeName, other.Status.Phase = otherOn, corev1.PodRunning
+		}
+		s.store.SetPod(other)
+		return s
+	}
+	nodeOf := func(s *Scheduler, name string) string { return s.store.pods[types.UID("uid-"+name)].node }
+	ctx := context.Background()
+
+	t.Run("held while the workers start", func(t *testing.T) {
+		s := setup(t, "")
+		s.cycle(ctx)
+		used := map[string]bool{}
+		for i := range 3 {
+			n := nodeOf(s, fmt.Sprintf("job1-worker-%d", i))
+			if n == "" {
+				t.Fatalf("worker %d not placed", i)
+			}
+			used[n] = true
+		}
+		if n := nodeOf(s, "other"); n != "" {
+			t.Fatalf("other placed on %s, where the launcher must go", n)
+		}
+		hs := s.store.holds["ns/job1"]
+		if len(hs) != 1 || !hs[0].coming || used[hs[0].node] {
+			t.Fatalf("holds %+v, want one for the launcher on the node the workers left", hs)
+		}
+		free := hs[0].node
+		// A new leader restores it as it was.
+		data, err := json.Marshal(s.store.savedState())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st savedState
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		saved := s.store.holds
+		s.store.holds = map[string][]heldRoom{}
+		s.store.restore(st)
+		if !reflect.DeepEqual(s.store.holds, saved) {
+			t.Errorf("restored holds %+v, want %+v", s.store.holds, saved)
+		}
+		s.cycle(ctx)
+		if n := nodeOf(s, "other"); n != "" {
+			t.Fatalf("while the workers start, other is placed on %s", n)
+		}
+		s.store.SetPod(mpiPod("job1-launcher-x", "launcher"))
+		s.cycle(ctx)
+		if n := nodeOf(s, "job1-launcher-x"); n != free {
+			t.Fatalf("the launcher is on %q, want %s, the node held for it", n, free)
+		}
+		s.cycle(ctx)
+		if hs := s.store.holds["ns/job1"]; len(hs) != 0 {
+			t.Errorf("holds %+v once the launcher is placed, want none", hs)
+		}
+		if n := nodeOf(s, "other"); n != "" {
+			t.Errorf("other is placed on %s, with no GPU free", n)
+		}
+	})
+
+	t.Run("dropped when no worker holds a node", func(t *testing.T) {
+		s := setup(t, "")
+		s.cycle(ctx)
+		if len(s.store.holds["ns/job1"]) != 1 {
+			t.Fatalf("holds %+v, want one for the launcher", s.store.holds["ns/job1"])
+		}
+		// The workers are evicted; the operator makes them again, and they
+		// wait: a node selector no node matches.
+		for i := range 3 {
+			s.store.DeletePod(types.UID(fmt.Sprintf("uid-job1-worker-%d", i)))
+			p := mpiPod(fmt.Sprintf("job1-worker-%d", i), "worker")
+			p.UID += "-again"
+			p.Spec.NodeSelector = map[string]string{"pool": "none"}
+			s.store.SetPod(p)
+		}
+		s.cycle(ctx)
+		if hs := s.store.holds["ns/job1"]; len(hs) != 0 {
+			t.Errorf("holds %+v with no worker left, want none", hs)
+		}
+		if n := nodeOf(s, "other"); n == "" {
+			t.Errorf("other still waits with every node free")
+		}
+	})
+
+	t.Run("waits whole when the launcher cannot fit", func(t *testing.T) {
+		s := setup(t, "n3")
+		s.cycle(ctx)
+		for i := range 3 {
+			if n := nodeOf(s, fmt.Sprintf("job1-worker-%d", i)); n != "" {
+				t.Errorf("worker %d placed on %s: its launcher has no room", i, n)
+			}
+		}
+		v := s.verdicts["ns/job1"]
+		if v.reason != string(core.ReasonUnschedulable) || !strings.Contains(v.message, "room for its launcher too (job1-launcher)") {
+			t.Errorf("job1 waits with %s: %q", v.reason, v.message)
+		}
+		if len(s.store.holds) != 0 {
+			t.Errorf("holds %+v, want none", s.store.holds)
+		}
+	})
 }

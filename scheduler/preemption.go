@@ -32,7 +32,12 @@ import (
 //   - for the replacement of a member that failed or was deleted while its
 //     gang ran (Kubernetes' own scheduler would give the room to whoever
 //     comes first, and the gang could wait forever for it), for
-//     --hold-failed-member, until a member of the gang is bound again.
+//     --hold-failed-member, until a member of the gang is bound again;
+//   - for a member to come (an MPIJob's launcher, which mpi-operator
+//     creates once the workers run: launcherAfterWorkers), on the node the
+//     cycle that placed the workers found for it, until it is bound, no
+//     member of the gang holds a node any more, or launcherHoldFor has
+//     passed.
 // The store drops a gang's holds when the gang is gone.
 
 // heldRoom is one hold the store keeps.
@@ -43,6 +48,37 @@ type heldRoom struct {
 	// failed: kept for the replacement of a failed member, and spent by the
 	// next bind of a member of the gang.
 	failed bool
+	// coming: kept for a member the gang's workload creates once the gang
+	// runs (launcherRoom).
+	coming bool
+}
+
+// launcherHoldFor bounds how long the room of a launcher to come is held
+// once its workers are placed: mpi-operator creates the launcher when they
+// are Ready, which pulling a large image may take minutes; workers that
+// never get Ready must not keep the room for ever.
+const launcherHoldFor = time.Hour
+
+// launcherRoom keeps room on node for the member to come of gang, which
+// the cycle that placed the gang found there.
+func (s *Store) launcherRoom(gang, node string, amount core.Vector) {
+	s.holds[gang] = append(s.holds[gang], heldRoom{node: node, amount: amount,
+		until: s.now().Add(launcherHoldFor).Unix(), coming: true})
+}
+
+// comingDone reports whether g's holds for members to come are no longer
+// needed: its launcher holds a node, or none of its members does.
+func comingDone(g *gangInfo) bool {
+	holding := false
+	for _, p := range g.members {
+		if p.holds() {
+			if isMPILauncher(p.pod) {
+				return true
+			}
+			holding = true
+		}
+	}
+	return !holding
 }
 
 // lostMember records, when a pod of one of our gangs frees a node without
@@ -104,7 +140,7 @@ func (s *Store) SetPlanHolds(byGang map[string][]heldRoom) {
 		}
 	}
 	for gang, hs := range s.holds {
-		kept := append(failedOnly(hs), byGang[gang]...)
+		kept := append(lasting(hs), byGang[gang]...)
 		if len(kept) == 0 {
 			delete(s.holds, gang)
 		} else {
@@ -122,7 +158,7 @@ func (s *Store) Placed(gang string, boundOn []string, satisfied bool) {
 		return
 	}
 	if satisfied {
-		hs = failedOnly(hs)
+		hs = lasting(hs)
 	}
 	for _, node := range boundOn {
 		i := -1
@@ -157,9 +193,21 @@ func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
 			continue
 		}
 		kept := s.holds[key][:0]
+		done := -1 // comingDone(s.gangs[key]), computed if a hold asks
 		for _, h := range s.holds[key] {
 			if h.until <= now {
 				continue
+			}
+			if h.coming {
+				if done < 0 {
+					done = 0
+					if comingDone(s.gangs[key]) {
+						done = 1
+					}
+				}
+				if done == 1 {
+					continue
+				}
 			}
 			kept = append(kept, h)
 			n := sort.SearchStrings(order, h.node)
@@ -313,11 +361,13 @@ func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gan
 	})
 }
 
-// failedOnly keeps, in place, the holds for failed members' replacements.
-func failedOnly(hs []heldRoom) []heldRoom {
+// lasting keeps, in place, the holds for failed members' replacements and
+// for members to come: those that outlive the preemptions of a plan and
+// the gang's reaching its minimum.
+func lasting(hs []heldRoom) []heldRoom {
 	kept := hs[:0]
 	for _, h := range hs {
-		if h.failed {
+		if h.failed || h.coming {
 			kept = append(kept, h)
 		}
 	}

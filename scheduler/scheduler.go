@@ -457,9 +457,14 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	s.metrics.GangsScheduled.Add(float64(len(diag.Scheduled)))
 
 	boundOn := map[string][]string{}
+	var coming []core.Bind // room found for members to come
 	for _, b := range plan.Binds {
 		v := views[b.Gang]
 		p := v.member(b.Member)
+		if p == nil && v.comingMember(b.Member) != nil {
+			coming = append(coming, b)
+			continue
+		}
 		if p == nil || !s.store.Assume(p.pod.UID, b.Node) {
 			continue
 		}
@@ -472,6 +477,11 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	}
 	for gang, nodes := range boundOn {
 		s.store.Placed(gang, nodes, scheduled[gang])
+	}
+	for _, b := range coming {
+		if len(boundOn[b.Gang]) > 0 { // else no worker is placed: nothing waits for it
+			s.store.launcherRoom(b.Gang, b.Node, views[b.Gang].comingMember(b.Member).slot())
+		}
 	}
 	s.carryOut(ctx, plan, views, start.Unix())
 	for _, key := range diag.Scheduled {

@@ -31,6 +31,11 @@ type gangView struct {
 	arrival    int64
 	invalid    string
 	pending    []*podInfo // sorted by name
+	// coming are members the gang's workload will create only once the
+	// gang runs (an MPIJob's launcher, launcherAfterWorkers): the core
+	// places them with the minimum, and the room found for them is held
+	// (launcherRoom) rather than bound. They are not counted in minMember.
+	coming []*podInfo
 	// gated are the members that schedulingGates keep from being placed;
 	// heldByGates: the gang's minimum needs some of them, so the gang
 	// waits (invalid says so).
@@ -69,6 +74,16 @@ type gangView struct {
 // partial reports whether the gang holds some members but not its minimum
 // and waits for the rest.
 func (v *gangView) partial() bool { return v.bound > 0 && v.bound < v.minMember && len(v.pending) > 0 }
+
+// comingMember returns the member to come that the core's gang calls name.
+func (v *gangView) comingMember(name string) *podInfo {
+	for _, p := range v.coming {
+		if comingName(p.pod) == name {
+			return p
+		}
+	}
+	return nil
+}
 
 func (v *gangView) member(name string) *podInfo {
 	i := sort.Search(len(v.pending), func(i int) bool { return v.pending[i].pod.Name >= name })
@@ -163,8 +178,11 @@ func (s *Store) view(g *gangInfo) *gangView {
 		}
 		v.podGroup = pg
 		v.minMember = int(pg.Spec.MinMember)
-		if min, ok := s.launcherAfterWorkers(pg, g); ok {
+		if min, ok, coming := s.launcherAfterWorkers(pg, g); ok {
 			v.minMember = min // an MPIJob's launcher counts once it exists
+			if coming != nil {
+				s.launcherToCome(v, coming)
+			}
 		}
 		v.arrival = pg.CreationTimestamp.Unix()
 		switch {

@@ -54,6 +54,7 @@ type savedHold struct {
 	Amount corev1.ResourceList `json:"amount"`
 	Until  int64               `json:"until"`
 	Failed bool                `json:"failed,omitempty"`
+	Coming bool                `json:"coming,omitempty"`
 }
 
 type savedRun struct {
@@ -87,7 +88,7 @@ func (s *Store) savedState() savedState {
 				st.Holds = map[string][]savedHold{}
 			}
 			st.Holds[gang] = append(st.Holds[gang], savedHold{Node: h.node, Amount: s.res.resourceList(h.amount),
-				Until: h.until, Failed: h.failed})
+				Until: h.until, Failed: h.failed, Coming: h.coming})
 		}
 	}
 	for queue, r := range s.history {
@@ -127,7 +128,7 @@ func (s *Store) restore(st savedState) {
 			if h.Until <= now || problem != "" || h.Node == "" {
 				continue
 			}
-			s.holds[gang] = append(s.holds[gang], heldRoom{node: h.Node, amount: amount, until: h.Until, failed: h.Failed})
+			s.holds[gang] = append(s.holds[gang], heldRoom{node: h.Node, amount: amount, until: h.Until, failed: h.Failed, coming: h.Coming})
 		}
 	}
 	for queue, runs := range st.History {

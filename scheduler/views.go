@@ -147,17 +147,23 @@ func (s *Store) runningOf(c *gangCache, g *gangInfo, order []string, now int64) 
 func (s *Store) gangOf(c *gangCache, key string) (*core.Gang, bool) {
 	v := c.view
 	if !c.gangBuilt || c.gangVersion != c.version {
-		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember,
+		cg := &core.Gang{ID: key, Queue: v.queue, Priority: v.priority, MinMember: v.minMember + len(v.coming),
 			Arrival: v.arrival, Bound: v.bound, Invalid: v.invalid, Unsupported: v.unsupported,
 			RequiredLevel: v.requiredLevel, Estimate: v.estimate, EstimateDeclared: v.declared > 0}
-		cg.Pending = make([]core.Member, len(v.pending))
+		// The members to come first: the minimum is the first members.
+		members := append(v.coming[:len(v.coming):len(v.coming)], v.pending...)
+		cg.Pending = make([]core.Member, len(members))
 		asked := false
-		for i, p := range v.pending {
+		for i, p := range members {
 			cons := p.cons
 			if v.gpuModel != "" {
 				cons = s.constraints.withLabel(cons, s.gpuModelLabel, v.gpuModel)
 			}
-			cg.Pending[i] = core.Member{Name: p.pod.Name, Request: p.req, Constraints: cons,
+			name := p.pod.Name
+			if i < len(v.coming) {
+				name = comingName(p.pod)
+			}
+			cg.Pending[i] = core.Member{Name: name, Request: p.req, Constraints: cons,
 				Namespace: p.pod.Namespace, Labels: p.pod.Labels}
 			asked = asked || cons.AboutPods()
 			if pp := p.pod.Spec.PreemptionPolicy; pp != nil && *pp == corev1.PreemptNever {

@@ -107,6 +107,7 @@ type jobBuilder struct {
 	priorityClass string // PodGroup spec.priorityClassName and the pods'
 	annotations   map[string]string
 	pgAnnotations map[string]string // on the PodGroup
+	nodeSelector  map[string]string // the pods'
 }
 
 // tfJob is a TFJob of tf-operator with gang scheduling on: a PodGroup and
@@ -147,6 +148,12 @@ func (b *jobBuilder) Estimate(secs int64) *jobBuilder { b.estimate = &secs; retu
 
 // RequiredTopology sets the PodGroup's spec.requiredTopology.
 func (b *jobBuilder) RequiredTopology(label string) *jobBuilder { b.topology = label; return b }
+
+// NodeSelector puts a node selector on the pods.
+func (b *jobBuilder) NodeSelector(k, v string) *jobBuilder {
+	b.nodeSelector = map[string]string{k: v}
+	return b
+}
 
 // PriorityClass sets the PodGroup's and the pods' priorityClassName.
 func (b *jobBuilder) PriorityClass(name string) *jobBuilder { b.priorityClass = name; return b }
@@ -223,6 +230,7 @@ func (b *jobBuilder) Pods() []*corev1.Pod {
 			p.Annotation(k, v)
 		}
 		p.pod.Spec.PriorityClassName = b.priorityClass
+		p.pod.Spec.NodeSelector = b.nodeSelector
 		out = append(out, p.Obj())
 	}
 	for i := 0; i < b.ps; i++ {

@@ -1544,24 +1544,43 @@ func (e *env) mpiSucceeded(name string) check {
 	}
 }
 
-// TestOperatorMPIJobLauncherDoesNotFit: the launcher of an MPIJob that waits for Ready workers
-// finds no room once they run: each node has one CPU, three taken by the workers, one by another
-// pod. The gang then holds its workers without its minimum (the launcher counts once it exists):
-// past --partial-gang-timeout (10 s here) they are evicted, the operator creates them again, and
-// the gang of the 3 workers and the launcher waits whole until the other pod is gone; then it runs
-// whole and succeeds.
-func TestOperatorMPIJobLauncherDoesNotFit(t *testing.T) {
+// TestOperatorMPIJobLauncherRoom: the launcher of an MPIJob that waits for Ready workers needs
+// room that the workers must leave it. On 3 nodes of 1 GPU and 1 CPU and a node of 1 CPU and no
+// GPU (pool=cpu), with another pod on that CPU, job1 (3 workers of 1 GPU and 1 CPU, a launcher of
+// 1 CPU) waits whole, saying that its launcher needs room too, rather than start workers whose
+// launcher would find none (they would hold their GPUs until --partial-gang-timeout released
+// them). A pod of 1 CPU, late, created meanwhile, waits for the same CPU (its node selector
+// pool=cpu). Once the other pod is gone job1 goes first, by arrival, and the CPU its launcher
+// needs, found with the workers' room and held while they start, is not late's: the launcher runs
+// beside the first workers, none of them released, job1 succeeds, and late runs after it.
+func TestOperatorMPIJobLauncherRoom(t *testing.T) {
 	e := newOperatorEnv(t)
 	installOperatorCRDs(t, e, "mpi-operator")
-	e.addNodes(kwokNodes("op-mpinf", 4).CPU("1").Memory("16Gi").GPUs(1))
-	startSchedulerOpts(t, scheduler.Options{PartialGangTimeout: 10 * time.Second})
+	e.addNodes(kwokNodes("op-mpil", 3).CPU("1").Memory("16Gi").GPUs(1))
+	e.addNodes(kwokNodes("op-mpil-cpu", 1).CPU("1").Memory("16Gi").Label("pool", "cpu"))
+	startScheduler(t)
 	startControllerManager(t, "job-controller")
 	startMPIOperator(t, e)
 
-	other := e.create(gang("other").Members(1).GPUs(0).WorkerCPU("1"))
+	other := e.create(gang("other").Members(1).GPUs(0).WorkerCPU("1").NodeSelector("pool", "cpu"))
 	e.eventually(time.Minute, "the other pod runs", e.bound(other))
 	job1 := e.createOpJob(mpiV2Workers, "job1", 3, "")
-	e.eventually(time.Minute, "job1's 3 workers run", e.opRunning(job1))
+	saysLauncher := func(ctx context.Context) error {
+		pods, err := e.opPods(job1)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if msg := podScheduledFalse(&p); !strings.Contains(msg, "room for its launcher too") {
+				return fmt.Errorf("pod %s does not say its launcher needs room: %q", p.Name, msg)
+			}
+		}
+		return nil
+	}
+	e.eventually(30*time.Second, "job1 waits whole, saying its launcher needs room too", all(e.opWaiting(job1), saysLauncher))
+	e.logWaiting(job1)
+	late := e.create(gang("late").Members(1).GPUs(0).WorkerCPU("1").NodeSelector("pool", "cpu"))
+	e.consistently(holdStill, "job1 to wait whole, and late to wait", all(e.opWaiting(job1), e.noneBound(late)))
 	pods, err := e.opPods(job1)
 	if err != nil {
 		t.Fatal(err)
@@ -1570,28 +1589,19 @@ func TestOperatorMPIJobLauncherDoesNotFit(t *testing.T) {
 	for _, p := range pods {
 		first[p.UID] = true
 	}
-	worker := pods[0].Name
-	e.eventually(time.Minute, "job1's launcher is created", e.opCreated(mpiLauncher("job1")))
-	e.eventually(90*time.Second, "job1's workers are evicted, and created again", func(ctx context.Context) error {
-		pods, err := e.opPods(job1)
-		if err != nil {
-			return err
-		}
-		for _, p := range pods {
-			if first[p.UID] {
-				return fmt.Errorf("worker %s (%s) is still the first one, on %q", p.Name, p.UID, p.Spec.NodeName)
-			}
-		}
-		if len(pods) != 3 {
-			return fmt.Errorf("%d workers, want 3", len(pods))
-		}
-		return nil
-	})
-	e.eventually(30*time.Second, "the eviction says why", e.eventOn(worker, "PartialGangReleased", "held 3 of its 4 members"))
-	e.consistently(holdStill, "job1 (its workers and its launcher) to wait whole",
-		all(e.opNoneBound(job1), e.opNoneBound(mpiLauncher("job1"))))
+
 	e.deletePods(other)
 	e.eventually(time.Minute, "job1's workers run", e.opRunning(job1))
 	e.eventually(time.Minute, "job1's launcher runs", e.opStarted(mpiLauncher("job1")))
+	pods, err = e.opPods(job1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if !first[p.UID] {
+			t.Errorf("worker %s (%s) is not one of the first: the first were released", p.Name, p.UID)
+		}
+	}
 	e.eventually(90*time.Second, "job1 succeeds", e.mpiSucceeded("job1"))
+	e.eventually(time.Minute, "late runs", e.bound(late))
 }
