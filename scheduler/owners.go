@@ -49,7 +49,10 @@ import (
 //     the followers join as they come.
 //   - LeaderWorkerSet (leaderworkerset.x-k8s.io/v1; pod labels
 //     leaderworkerset.sigs.k8s.io/name and /group-index): one gang per group,
-//     minMember = the pods' annotation leaderworkerset.sigs.k8s.io/size.
+//     minMember = the pods' annotation leaderworkerset.sigs.k8s.io/size;
+//     with startupPolicy LeaderReady or exclusive placement the controller
+//     creates the workers only once the leader is Ready or bound, so the
+//     gang is the leader until they exist (workersAfterLeader).
 //   - Kubeflow training-operator jobs (kubeflow.org/v1 TFJob, PyTorchJob,
 //     MPIJob, XGBoostJob, PaddleJob, JAXJob; pod label
 //     training.kubeflow.org/job-name and the job as controller) whose
@@ -96,6 +99,8 @@ const (
 	labelLWSName              = "leaderworkerset.sigs.k8s.io/name"
 	labelLWSGroupIndex        = "leaderworkerset.sigs.k8s.io/group-index"
 	annotationLWSSize         = "leaderworkerset.sigs.k8s.io/size"
+	labelLWSWorkerIndex       = "leaderworkerset.sigs.k8s.io/worker-index"
+	annotationLWSExclusive    = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 	labelKubeflowJobName      = "training.kubeflow.org/job-name"
 	labelKubeflowOperator     = "training.kubeflow.org/operator-name"
 	labelKubeflowJobRole      = "training.kubeflow.org/job-role"
@@ -157,7 +162,7 @@ const mpiWaitForWorkersReady = "WaitForWorkersReady"
 // Until the launcher exists and while no member holds a node, coming is
 // the launcher as the MPIJob's template describes it, if Phalanx is to
 // place it: the gang's first placement finds room for it too, and keeps
-// that room for it while the workers start (launcherRoom), so that the
+// that room for it while the workers start (comingRoom), so that the
 // workers never run with no room left for their launcher. nil otherwise.
 func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool, coming *corev1.Pod) {
 	var job *metav1.OwnerReference
@@ -195,15 +200,83 @@ func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min in
 	return workers, true, coming
 }
 
-// launcherToCome adds the launcher to come, pod, to v's members to come,
-// unless its template asks what the scheduler cannot place (then the
-// launcher says so itself once it exists).
-func (s *Store) launcherToCome(v *gangView, pod *corev1.Pod) {
-	req, problem := s.res.vector(podRequests(pod))
-	if problem != "" || unsupportedOf(pod) != "" {
+// maxComing bounds the members to come whose room is found and held with
+// a gang's first members; a larger group starts without it.
+const maxComing = 1024
+
+// toCome makes pods v's members to come, what and why saying which and
+// when they come, unless a template asks what the scheduler cannot place
+// (then the members say so themselves once they exist) or they are too
+// many.
+func (s *Store) toCome(v *gangView, pods []*corev1.Pod, what, why string) {
+	if len(pods) > maxComing {
 		return
 	}
-	v.coming = append(v.coming, &podInfo{pod: pod, gang: v.info.key, req: req, cons: s.constraints.of(pod, nil)})
+	coming := make([]*podInfo, 0, len(pods))
+	for _, pod := range pods {
+		req, problem := s.res.vector(podRequests(pod))
+		if problem != "" || unsupportedOf(pod) != "" {
+			return
+		}
+		coming = append(coming, &podInfo{pod: pod, gang: v.info.key, req: req, cons: s.constraints.of(pod, nil)})
+	}
+	v.coming, v.comingWhat, v.comingWhy = coming, what, why
+}
+
+// workersAfterLeader is the minimum of the gang of PodGroup pg when a
+// LeaderWorkerSet owns pg and creates each group's workers only once its
+// leader is Ready or bound (ownerObject.leaderFirst): the leader alone until
+// a worker exists, then the group's size, as pg says. A gang that waited for
+// all of them from the start could never run. Until the leader holds a
+// node, coming are its workers, as the workerTemplate describes them (with
+// exclusive placement, with the leader's labels and affinity, which keep
+// them in its domain as LeaderWorkerSet's webhook does), if Phalanx is to
+// place them: the leader starts only where they fit too, and their room is
+// held for them (comingRoom) until they are bound. why says when they
+// come. ok is false for any other PodGroup, while the LeaderWorkerSet is
+// not read, and once a worker exists.
+func (s *Store) workersAfterLeader(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool, coming []*corev1.Pod, why string) {
+	var set *metav1.OwnerReference
+	for i, ref := range pg.OwnerReferences {
+		if ref.Kind == kindLWS && ref.APIVersion == "leaderworkerset.x-k8s.io/v1" {
+			set = &pg.OwnerReferences[i]
+			break
+		}
+	}
+	if set == nil {
+		return 0, false, nil, ""
+	}
+	o := s.owners.objects[objectKey{"leaderworkerset.x-k8s.io", kindLWS, pg.Namespace, set.Name}]
+	size := int(pg.Spec.MinMember)
+	if o == nil || o.leaderFirst == "" || size < 2 || (o.ref.uid != "" && set.UID != "" && o.ref.uid != set.UID) {
+		return 0, false, nil, ""
+	}
+	var leader *podInfo
+	for _, p := range g.members {
+		switch p.pod.Labels[labelLWSWorkerIndex] {
+		case "0":
+			leader = p
+		case "":
+		default:
+			return 0, false, nil, "" // the workers came: the group is whole again
+		}
+	}
+	if leader == nil {
+		return 0, false, nil, ""
+	}
+	why = fmt.Sprintf("which LeaderWorkerSet %s creates %s", set.Name, o.leaderFirst)
+	if leader.holds() || o.worker == nil || !s.ours[o.worker.Spec.SchedulerName] {
+		return 1, true, nil, why
+	}
+	for i := 1; i < size; i++ {
+		w := o.worker.DeepCopy()
+		w.Name = fmt.Sprintf("%s-%d", leader.pod.Name, i)
+		if o.exclusive != "" {
+			w.Labels, w.Spec.Affinity = leader.pod.Labels, leader.pod.Spec.Affinity
+		}
+		coming = append(coming, w)
+	}
+	return 1, true, coming, why
 }
 
 // isMPILauncher reports whether pod is the launcher of an mpi-operator
@@ -272,6 +345,15 @@ type ownerObject struct {
 	// room the gang finds with the workers'.
 	readyWorkers int32
 	launcher     *corev1.Pod
+	// leaderFirst, for a LeaderWorkerSet whose controller creates a
+	// group's workers only once its leader is Ready (startupPolicy
+	// LeaderReady) or bound (exclusive placement), says when; "" otherwise.
+	// worker is then a worker, as a pod made from the workerTemplate (nil if
+	// it cannot be read), and exclusive the topology key of exclusive
+	// placement, if any.
+	leaderFirst string
+	worker      *corev1.Pod
+	exclusive   string
 }
 
 // jobInfo is what the store keeps of a batch Job.
@@ -812,6 +894,39 @@ type jobSetSpec struct {
 	} `json:"startupPolicy,omitempty"`
 }
 
+// lwsSpec is the spec of a LeaderWorkerSet, as far as Phalanx reads it.
+type lwsSpec struct {
+	StartupPolicy        string `json:"startupPolicy,omitempty"`
+	LeaderWorkerTemplate struct {
+		WorkerTemplate corev1.PodTemplateSpec `json:"workerTemplate"`
+	} `json:"leaderWorkerTemplate"`
+}
+
+// readLWS reads whether the LeaderWorkerSet's controller creates a group's
+// workers only after its leader: with startupPolicy LeaderReady, once the
+// leader is Ready; with exclusive placement (the annotation
+// leaderworkerset.sigs.k8s.io/exclusive-topology), once it is bound, in its
+// domain. A spec it cannot read leaves the group's gang as its pods say.
+func readLWS(o *ownerObject, u *unstructured.Unstructured) {
+	o.exclusive = u.GetAnnotations()[annotationLWSExclusive]
+	spec, found, err := unstructured.NestedMap(u.Object, "spec")
+	var ls lwsSpec
+	if err != nil || !found || fromUnstructured(spec, "spec", &ls) != nil {
+		return
+	}
+	switch {
+	case ls.StartupPolicy == "LeaderReady":
+		o.leaderFirst = "once its leader is Ready"
+	case o.exclusive != "":
+		o.leaderFirst = "once its leader is bound"
+	default:
+		return
+	}
+	t := ls.LeaderWorkerTemplate.WorkerTemplate
+	o.worker = &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
+	o.worker.Namespace = u.GetNamespace()
+}
+
 // rayClusterSpec is the spec of a RayCluster, as far as Phalanx reads it.
 type rayClusterSpec struct {
 	WorkerGroupSpecs []struct {
@@ -850,7 +965,8 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 	o := &ownerObject{ref: ownerRef{apiVersion: gvr.GroupVersion().String(), kind: kind,
 		namespace: u.GetNamespace(), name: u.GetName(), uid: u.GetUID()}}
 	if kind == kindLWS {
-		return o // its pods say the size of their group
+		readLWS(o, u) // its pods say the size of their group
+		return o
 	}
 	spec, found, err := unstructured.NestedMap(u.Object, "spec")
 	switch {

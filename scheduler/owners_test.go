@@ -543,6 +543,8 @@ func FuzzOwnerSpec(f *testing.F) {
 		`"Launcher":{"template":{"spec":{"schedulerName":"phalanx","containers":[{"name":"l","resources":{"limits":{"cpu":"-1"}}}]}}}}}`, "")
 	f.Add(uint8(8), "mpi", `{"launcherCreationPolicy":"WaitForWorkersReady","mpiReplicaSpecs":{"Worker":{"replicas":1},`+
 		`"Launcher":{"template":{"spec":{"containers":"l"}}}}}`, "")
+	f.Add(uint8(1), "lws", `{"startupPolicy":"LeaderReady","leaderWorkerTemplate":{"size":3,"workerTemplate":{"spec":{"schedulerName":"phalanx","containers":[{"name":"w"}]}}}}`, "3")
+	f.Add(uint8(1), "lws", `{"startupPolicy":"LeaderReady","leaderWorkerTemplate":{"workerTemplate":{"spec":{"containers":[{"name":"w","ports":"x"}]}}}}`, "2")
 	f.Add(uint8(1), strings.Repeat("x", 80), `{}`, "-1")
 	f.Add(uint8(4), "j", `[]`, "99999999999")
 	f.Fuzz(func(t *testing.T, which uint8, name, spec, size string) {
@@ -561,6 +563,9 @@ func FuzzOwnerSpec(f *testing.F) {
 		}
 		if o.readyWorkers < 0 || o.readyWorkers > maxDerivedMin {
 			t.Errorf("%s %s: a launcher waiting for %d workers", k.kind, spec, o.readyWorkers)
+		}
+		if (o.leaderFirst != "") != (o.worker != nil) || k.kind != kindLWS && o.leaderFirst != "" {
+			t.Errorf("%s %s: workers after the leader %q, worker %v", k.kind, spec, o.leaderFirst, o.worker)
 		}
 		if l := o.launcher; l != nil && (o.readyWorkers == 0 || l.Namespace != "ns" || l.Name != name+"-launcher") {
 			t.Errorf("%s %s: a launcher to come %s/%s, for %d workers", k.kind, spec, l.Namespace, l.Name, o.readyWorkers)
@@ -728,7 +733,7 @@ func TestMPIJobLauncherRoomHeld(t *testing.T) {
 			t.Fatalf("other placed on %s, where the launcher must go", n)
 		}
 		hs := s.store.holds["ns/job1"]
-		if len(hs) != 1 || !hs[0].coming || used[hs[0].node] {
+		if len(hs) != 1 || hs[0].whole != 4 || used[hs[0].node] {
 			t.Fatalf("holds %+v, want one for the launcher on the node the workers left", hs)
 		}
 		free := hs[0].node
@@ -798,11 +803,160 @@ func TestMPIJobLauncherRoomHeld(t *testing.T) {
 			}
 		}
 		v := s.verdicts["ns/job1"]
-		if v.reason != string(core.ReasonUnschedulable) || !strings.Contains(v.message, "room for its launcher too (job1-launcher)") {
+		if v.reason != string(core.ReasonUnschedulable) || !strings.Contains(v.message, "room for its launcher (job1-launcher) too, which mpi-operator creates once the 3 workers are Ready") {
 			t.Errorf("job1 waits with %s: %q", v.reason, v.message)
 		}
 		if len(s.store.holds) != 0 {
 			t.Errorf("holds %+v, want none", s.store.holds)
+		}
+	})
+}
+
+// TestLWSWorkersAfterLeader: a LeaderWorkerSet group of 4 pods of 1 GPU on
+// 4 nodes of 1 GPU, whose controller creates the workers only once the
+// leader is Ready (startupPolicy LeaderReady). The leader starts alone (a
+// gang of 4 would wait for ever for workers that come only once it runs),
+// but only where its 3 workers fit too, and their room is held: a pod of 1
+// GPU arriving later does not take it. The workers, once created, go
+// there, and the holds go. With the default startupPolicy (LeaderCreated)
+// the controller creates the workers at once, and the leader alone waits.
+func TestLWSWorkersAfterLeader(t *testing.T) {
+	lws := ownerKindOf(t, kindLWS, "v1")
+	const ready = `{"startupPolicy":"LeaderReady","leaderWorkerTemplate":{"size":4,"workerTemplate":{"spec":{"schedulerName":"phalanx",` +
+		`"containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}`
+	ctrl := &metav1.OwnerReference{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: kindLWS, Name: "set", UID: "uid-leaderworkerset-set"}
+	member := func(i int) *corev1.Pod {
+		name := "set-0"
+		if i > 0 {
+			name = fmt.Sprintf("set-0-%d", i)
+		}
+		p := ownedPod(name, ctrl, map[string]string{labelLWSName: "set", labelLWSGroupIndex: "0", labelLWSWorkerIndex: fmt.Sprint(i)},
+			map[string]string{annotationLWSSize: "4"})
+		p.OwnerReferences = nil // a StatefulSet's, which Phalanx does not read
+		return p
+	}
+	setup := func(t *testing.T, spec string) *Scheduler {
+		t.Helper()
+		s, err := New(Options{Now: func() time.Time { return time.Unix(200, 0) }}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
+		for i := range 4 {
+			s.store.SetNode(testNode(fmt.Sprintf("n%d", i), 1))
+		}
+		s.store.SetOwner(lws.gvr, lws.kind, ownerObj(t, lws, "set", spec))
+		pg := testPodGroup("lws-set-0", 4)
+		pg.Annotations = map[string]string{AnnotationDerivedFrom: "LeaderWorkerSet/set"}
+		pg.OwnerReferences = []metav1.OwnerReference{*ctrl}
+		s.store.SetPodGroup(pg)
+		s.store.SetPod(member(0))
+		other := testPod("other").GPUs(1).Obj()
+		other.CreationTimestamp = metav1.Unix(150, 0) // after the PodGroup (50)
+		s.store.SetPod(other)
+		return s
+	}
+	nodeOf := func(s *Scheduler, name string) string { return s.store.pods[types.UID("uid-"+name)].node }
+	ctx := context.Background()
+
+	t.Run("LeaderReady", func(t *testing.T) {
+		s := setup(t, ready)
+		s.cycle(ctx)
+		leader := nodeOf(s, "set-0")
+		if leader == "" {
+			t.Fatalf("the leader waits: %+v", s.verdicts["ns/lws-set-0"])
+		}
+		if n := nodeOf(s, "other"); n != "" {
+			t.Fatalf("other placed on %s, where a worker must go", n)
+		}
+		held := map[string]bool{}
+		for _, h := range s.store.holds["ns/lws-set-0"] {
+			if h.whole != 4 || h.node == leader {
+				t.Errorf("hold %+v, want one until 4 members hold nodes, not on the leader's node %s", h, leader)
+			}
+			held[h.node] = true
+		}
+		if len(held) != 3 {
+			t.Fatalf("holds on %v, want 3 nodes", held)
+		}
+		s.cycle(ctx)
+		if n := nodeOf(s, "other"); n != "" {
+			t.Fatalf("while the leader starts, other is placed on %s", n)
+		}
+		for i := 1; i < 4; i++ {
+			s.store.SetPod(member(i))
+		}
+		s.cycle(ctx)
+		for i := 1; i < 4; i++ {
+			if n := nodeOf(s, fmt.Sprintf("set-0-%d", i)); !held[n] {
+				t.Errorf("worker %d on %q, want a node held for it (%v)", i, n, held)
+			}
+		}
+		s.cycle(ctx)
+		if hs := s.store.holds["ns/lws-set-0"]; len(hs) != 0 {
+			t.Errorf("holds %+v once the workers are placed, want none", hs)
+		}
+	})
+
+	// Exclusive placement in racks: rack r0 is node n0, rack r1 nodes n1
+	// and n2, of 1 GPU each. A group of 2 (a leader and a worker, one GPU
+	// each) fits only in r1, and the leader's affinity, as LeaderWorkerSet's
+	// webhook writes it, keeps its worker to come there too, though n0,
+	// first in node order, fits the leader alone as well.
+	t.Run("exclusive", func(t *testing.T) {
+		s, err := New(Options{}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
+		for i, rack := range []string{"r0", "r1", "r1"} {
+			n := testNode(fmt.Sprintf("n%d", i), 1)
+			n.Labels = map[string]string{"rack": rack}
+			s.store.SetNode(n)
+		}
+		spec := strings.Replace(strings.Replace(ready, `"startupPolicy":"LeaderReady",`, "", 1), `"size":4`, `"size":2`, 1)
+		u := ownerObj(t, lws, "set", spec)
+		u.SetAnnotations(map[string]string{annotationLWSExclusive: "rack"})
+		s.store.SetOwner(lws.gvr, lws.kind, u)
+		pg := testPodGroup("lws-set-0", 2)
+		pg.OwnerReferences = []metav1.OwnerReference{*ctrl}
+		s.store.SetPodGroup(pg)
+		leader := member(0)
+		leader.Annotations[annotationLWSSize] = "2"
+		leader.Labels["leaderworkerset.sigs.k8s.io/group-key"] = "k0"
+		// As LeaderWorkerSet's webhook writes them: in the rack of the
+		// group's pods, and in none of another group's.
+		const key = "leaderworkerset.sigs.k8s.io/group-key"
+		term := func(reqs ...metav1.LabelSelectorRequirement) []corev1.PodAffinityTerm {
+			return []corev1.PodAffinityTerm{{TopologyKey: "rack", LabelSelector: &metav1.LabelSelector{MatchExpressions: reqs}}}
+		}
+		leader.Spec.Affinity = &corev1.Affinity{
+			PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term(
+				metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{"k0"}})},
+			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term(
+				metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists},
+				metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"k0"}})},
+		}
+		s.store.SetPod(leader)
+		s.cycle(ctx)
+		n := nodeOf(s, "set-0")
+		hs := s.store.holds["ns/lws-set-0"]
+		if n == "" || len(hs) != 1 {
+			t.Fatalf("leader on %q, holds %+v: want it placed, and a hold for its worker", n, hs)
+		}
+		if n == "n0" || hs[0].node == "n0" {
+			t.Errorf("leader on %s, its worker's room on %s: want both in rack r1", n, hs[0].node)
+		}
+	})
+
+	t.Run("LeaderCreated", func(t *testing.T) {
+		s := setup(t, strings.Replace(ready, `"startupPolicy":"LeaderReady",`, "", 1))
+		s.cycle(ctx)
+		if n := nodeOf(s, "set-0"); n != "" {
+			t.Errorf("the leader is placed on %s, without its workers", n)
+		}
+		if v := s.verdicts["ns/lws-set-0"]; v.reason != string(core.ReasonNotEnoughMembers) {
+			t.Errorf("the group waits with %s: %q, want %s", v.reason, v.message, core.ReasonNotEnoughMembers)
 		}
 	})
 }

@@ -34,9 +34,11 @@ import (
 //     comes first, and the gang could wait forever for it), for
 //     --hold-failed-member, until a member of the gang is bound again;
 //   - for a member to come (an MPIJob's launcher, which mpi-operator
-//     creates once the workers run: launcherAfterWorkers), on the node the
-//     cycle that placed the workers found for it, until it is bound, no
-//     member of the gang holds a node any more, or launcherHoldFor has
+//     creates once the workers are Ready, launcherAfterWorkers; a
+//     LeaderWorkerSet group's workers, created once the leader is Ready or
+//     bound, workersAfterLeader), on the node the cycle that placed the
+//     gang's first members found for it, until the gang holds all its
+//     members, none of them holds a node any more, or comingHoldFor has
 //     passed.
 // The store drops a gang's holds when the gang is gone.
 
@@ -48,37 +50,35 @@ type heldRoom struct {
 	// failed: kept for the replacement of a failed member, and spent by the
 	// next bind of a member of the gang.
 	failed bool
-	// coming: kept for a member the gang's workload creates once the gang
-	// runs (launcherRoom).
-	coming bool
+	// whole, when above 0, says the hold is kept for a member the gang's
+	// workload creates once the gang runs (comingRoom), until whole
+	// members hold nodes.
+	whole int
 }
 
-// launcherHoldFor bounds how long the room of a launcher to come is held
-// once its workers are placed: mpi-operator creates the launcher when they
-// are Ready, which pulling a large image may take minutes; workers that
-// never get Ready must not keep the room for ever.
-const launcherHoldFor = time.Hour
+// comingHoldFor bounds how long the room of members to come is held once
+// the gang's first members are placed: their workload creates them when
+// those are Ready, which pulling a large image may take minutes; members
+// that never get Ready must not keep the room for ever.
+const comingHoldFor = time.Hour
 
-// launcherRoom keeps room on node for the member to come of gang, which
-// the cycle that placed the gang found there.
-func (s *Store) launcherRoom(gang, node string, amount core.Vector) {
+// comingRoom keeps room on node for a member to come of gang, which the
+// cycle that placed the gang found there, until whole members hold nodes.
+func (s *Store) comingRoom(gang, node string, amount core.Vector, whole int) {
 	s.holds[gang] = append(s.holds[gang], heldRoom{node: node, amount: amount,
-		until: s.now().Add(launcherHoldFor).Unix(), coming: true})
+		until: s.now().Add(comingHoldFor).Unix(), whole: whole})
 }
 
-// comingDone reports whether g's holds for members to come are no longer
-// needed: its launcher holds a node, or none of its members does.
-func comingDone(g *gangInfo) bool {
-	holding := false
+// comingDone reports whether g's holds for members to come, kept until
+// whole members hold nodes, are no longer needed: that many do, or none.
+func comingDone(g *gangInfo, whole int) bool {
+	holding := 0
 	for _, p := range g.members {
 		if p.holds() {
-			if isMPILauncher(p.pod) {
-				return true
-			}
-			holding = true
+			holding++
 		}
 	}
-	return !holding
+	return holding == 0 || holding >= whole
 }
 
 // lostMember records, when a pod of one of our gangs frees a node without
@@ -193,21 +193,9 @@ func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
 			continue
 		}
 		kept := s.holds[key][:0]
-		done := -1 // comingDone(s.gangs[key]), computed if a hold asks
 		for _, h := range s.holds[key] {
-			if h.until <= now {
+			if h.until <= now || h.whole > 0 && comingDone(s.gangs[key], h.whole) {
 				continue
-			}
-			if h.coming {
-				if done < 0 {
-					done = 0
-					if comingDone(s.gangs[key]) {
-						done = 1
-					}
-				}
-				if done == 1 {
-					continue
-				}
 			}
 			kept = append(kept, h)
 			n := sort.SearchStrings(order, h.node)
@@ -367,7 +355,7 @@ func (s *Scheduler) postEviction(ctx context.Context, pod *corev1.Pod, kind, gan
 func lasting(hs []heldRoom) []heldRoom {
 	kept := hs[:0]
 	for _, h := range hs {
-		if h.failed || h.coming {
+		if h.failed || h.whole > 0 {
 			kept = append(kept, h)
 		}
 	}

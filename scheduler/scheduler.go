@@ -479,8 +479,9 @@ func (s *Scheduler) cycle(ctx context.Context) {
 		s.store.Placed(gang, nodes, scheduled[gang])
 	}
 	for _, b := range coming {
-		if len(boundOn[b.Gang]) > 0 { // else no worker is placed: nothing waits for it
-			s.store.launcherRoom(b.Gang, b.Node, views[b.Gang].comingMember(b.Member).slot())
+		if len(boundOn[b.Gang]) > 0 { // else no member is placed: nothing waits for it
+			v := views[b.Gang]
+			s.store.comingRoom(b.Gang, b.Node, v.comingMember(b.Member).slot(), v.minMember+len(v.coming))
 		}
 	}
 	s.carryOut(ctx, plan, views, start.Unix())

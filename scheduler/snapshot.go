@@ -32,10 +32,13 @@ type gangView struct {
 	invalid    string
 	pending    []*podInfo // sorted by name
 	// coming are members the gang's workload will create only once the
-	// gang runs (an MPIJob's launcher, launcherAfterWorkers): the core
+	// gang runs (an MPIJob's launcher, launcherAfterWorkers; a
+	// LeaderWorkerSet group's workers, workersAfterLeader): the core
 	// places them with the minimum, and the room found for them is held
-	// (launcherRoom) rather than bound. They are not counted in minMember.
-	coming []*podInfo
+	// (comingRoom) rather than bound. They are not counted in minMember.
+	// comingWhat and comingWhy say which they are and when they come.
+	coming                []*podInfo
+	comingWhat, comingWhy string
 	// gated are the members that schedulingGates keep from being placed;
 	// heldByGates: the gang's minimum needs some of them, so the gang
 	// waits (invalid says so).
@@ -181,7 +184,17 @@ func (s *Store) view(g *gangInfo) *gangView {
 		if min, ok, coming := s.launcherAfterWorkers(pg, g); ok {
 			v.minMember = min // an MPIJob's launcher counts once it exists
 			if coming != nil {
-				s.launcherToCome(v, coming)
+				s.toCome(v, []*corev1.Pod{coming}, fmt.Sprintf("its launcher (%s)", coming.Name),
+					fmt.Sprintf("which mpi-operator creates once the %d workers are Ready", min))
+			}
+		} else if min, ok, coming, why := s.workersAfterLeader(pg, g); ok {
+			v.minMember = min // a LeaderWorkerSet's workers count once they exist
+			if coming != nil {
+				what := fmt.Sprintf("its %d workers", len(coming))
+				if len(coming) == 1 {
+					what = "its worker"
+				}
+				s.toCome(v, coming, what, why)
 			}
 		}
 		v.arrival = pg.CreationTimestamp.Unix()

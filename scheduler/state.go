@@ -54,7 +54,9 @@ type savedHold struct {
 	Amount corev1.ResourceList `json:"amount"`
 	Until  int64               `json:"until"`
 	Failed bool                `json:"failed,omitempty"`
-	Coming bool                `json:"coming,omitempty"`
+	// Whole, above 0, keeps the hold for a member to come until that many
+	// members of the gang hold nodes.
+	Whole int `json:"whole,omitempty"`
 }
 
 type savedRun struct {
@@ -88,7 +90,7 @@ func (s *Store) savedState() savedState {
 				st.Holds = map[string][]savedHold{}
 			}
 			st.Holds[gang] = append(st.Holds[gang], savedHold{Node: h.node, Amount: s.res.resourceList(h.amount),
-				Until: h.until, Failed: h.failed, Coming: h.coming})
+				Until: h.until, Failed: h.failed, Whole: h.whole})
 		}
 	}
 	for queue, r := range s.history {
@@ -128,7 +130,7 @@ func (s *Store) restore(st savedState) {
 			if h.Until <= now || problem != "" || h.Node == "" {
 				continue
 			}
-			s.holds[gang] = append(s.holds[gang], heldRoom{node: h.Node, amount: amount, until: h.Until, failed: h.Failed, coming: h.Coming})
+			s.holds[gang] = append(s.holds[gang], heldRoom{node: h.Node, amount: amount, until: h.Until, failed: h.Failed, whole: h.Whole})
 		}
 	}
 	for queue, runs := range st.History {

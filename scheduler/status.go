@@ -71,8 +71,7 @@ func verdictOf(v *gangView, st core.GangStatus, now int64, last *verdict) verdic
 		}
 	}
 	if len(v.coming) > 0 && st.Reason == core.ReasonUnschedulable {
-		msg += fmt.Sprintf("; the gang starts only with room for its launcher too (%s), which mpi-operator creates once the %d workers are Ready",
-			v.coming[0].pod.Name, v.minMember)
+		msg += fmt.Sprintf("; the gang starts only with room for %s too, %s", v.comingWhat, v.comingWhy)
 	}
 	if v.bound > 0 && v.bound < v.minMember {
 		// After a failed bind or a lost member: say that the members already

@@ -1359,6 +1359,110 @@ func TestOperatorLWS(t *testing.T) {
 	seedShape(t, e, leaderWorkerSets)
 }
 
+// lwsAfterLeader is a LeaderWorkerSet of one group of n pods of 1 GPU whose controller creates the
+// workers only after the leader: with startupPolicy LeaderReady (exclusive "") or exclusive
+// placement in the domains of the node label exclusive.
+func lwsAfterLeader(exclusive string) *opWorkload {
+	return &opWorkload{kind: "LeaderWorkerSet", gvr: gvrLWS, selector: leaderWorkerSets.selector,
+		object: func(name string, pods int, _ string) *unstructured.Unstructured {
+			u := lwsObject(name, pods)
+			if exclusive == "" {
+				must(unstructured.SetNestedField(u.Object, "LeaderReady", "spec", "startupPolicy"))
+			} else {
+				u.SetAnnotations(map[string]string{"leaderworkerset.sigs.k8s.io/exclusive-topology": exclusive})
+			}
+			return u
+		}}
+}
+
+// lwsLeaderWaits: the group job's leader exists and waits, saying that its workers need room
+// too, and no worker exists yet.
+func (e *env) lwsLeaderWaits(job string, workers int) check {
+	return func(ctx context.Context) error {
+		pods, err := e.opPods(&opJob{w: leaderWorkerSets, name: job})
+		if err != nil {
+			return err
+		}
+		if len(pods) != 1 {
+			return fmt.Errorf("%s: %d pods, want the leader alone", job, len(pods))
+		}
+		if n := pods[0].Spec.NodeName; n != "" {
+			return fmt.Errorf("%s: the leader is bound to %s", job, n)
+		}
+		what := fmt.Sprintf("its %d workers", workers)
+		if workers == 1 {
+			what = "its worker"
+		}
+		want := fmt.Sprintf("room for %s too, which LeaderWorkerSet %s creates", what, job)
+		if msg := podScheduledFalse(&pods[0]); !strings.Contains(msg, want) {
+			return fmt.Errorf("leader %s says %q, not %q", pods[0].Name, msg, want)
+		}
+		return nil
+	}
+}
+
+// TestOperatorLWSLeaderReady: LeaderWorkerSet's controller creates a group's workers only once
+// the leader is Ready (startupPolicy LeaderReady): a gang of the group's size would wait for ever
+// for them. On 4 nodes of 1 GPU, one taken by another pod, group job1 (4 pods) waits: its leader
+// alone, saying that its 3 workers need room too. Once the other pod is gone the leader starts
+// where they fit, their room held for them, and the group runs whole.
+func TestOperatorLWSLeaderReady(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "lws")
+	e.addNodes(kwokNodes("op-lwsr", 4).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "statefulset-controller")
+	startLWS(t, e)
+
+	other := e.create(gang("other").Members(1).GPUs(1))
+	e.eventually(time.Minute, "the other pod runs", e.bound(other))
+	job1 := e.createOpJob(lwsAfterLeader(""), "job1", 4, "")
+	e.eventually(30*time.Second, "job1's leader waits, saying its workers need room too", e.lwsLeaderWaits("job1", 3))
+	e.consistently(holdStill, "job1's leader to wait", e.lwsLeaderWaits("job1", 3))
+	e.deletePods(other)
+	e.eventually(time.Minute, "job1's 4 pods run", e.opRunning(job1))
+}
+
+// TestOperatorLWSExclusive: with exclusive placement (the LeaderWorkerSet's annotation
+// leaderworkerset.sigs.k8s.io/exclusive-topology: rack) LeaderWorkerSet's controller creates a
+// group's workers only once the leader is bound, pinned to its rack. On 2 racks of 2 nodes of 1
+// GPU, with one node of rack r0 taken by another pod, group job1 (2 pods) starts in rack r1, its
+// worker's room held there; group job2, created then, waits, its leader alone, until the other
+// pod is gone, and then runs in rack r0.
+func TestOperatorLWSExclusive(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "lws")
+	e.addNodes(kwokNodes("op-lwsx-a", 2).CPU("4").Memory("16Gi").GPUs(1).Label("rack", "r0"))
+	e.addNodes(kwokNodes("op-lwsx-b", 2).CPU("4").Memory("16Gi").GPUs(1).Label("rack", "r1"))
+	startScheduler(t)
+	startControllerManager(t, "statefulset-controller")
+	startLWS(t, e)
+
+	other := e.create(gang("other").Members(1).GPUs(1).NodeSelector("rack", "r0"))
+	e.eventually(time.Minute, "the other pod runs", e.bound(other))
+	inRack := func(j *opJob, rack string) check {
+		return func(ctx context.Context) error {
+			pods, err := e.opPods(j)
+			if err != nil {
+				return err
+			}
+			for _, p := range pods {
+				if !strings.HasPrefix(p.Spec.NodeName, "op-lwsx-"+map[string]string{"r0": "a", "r1": "b"}[rack]) {
+					return fmt.Errorf("pod %s is on %q, not in rack %s", p.Name, p.Spec.NodeName, rack)
+				}
+			}
+			return nil
+		}
+	}
+	job1 := e.createOpJob(lwsAfterLeader("rack"), "job1", 2, "")
+	e.eventually(time.Minute, "job1's 2 pods run, in rack r1", all(e.opRunning(job1), inRack(job1, "r1")))
+	job2 := e.createOpJob(lwsAfterLeader("rack"), "job2", 2, "")
+	e.eventually(30*time.Second, "job2's leader waits, saying its worker needs room too", e.lwsLeaderWaits("job2", 1))
+	e.consistently(holdStill, "job2's leader to wait, and job1 to run", all(e.lwsLeaderWaits("job2", 1), e.opRunning(job1)))
+	e.deletePods(other)
+	e.eventually(time.Minute, "job2's 2 pods run, in rack r0", all(e.opRunning(job2), inRack(job2, "r0")))
+}
+
 // TestOperatorKubeRay: a RayCluster of a head and n-1 workers, schedulerName phalanx, KubeRay
 // without a batch scheduler: no gang label; ended by deleting it.
 func TestOperatorKubeRay(t *testing.T) {
@@ -1571,7 +1675,7 @@ func TestOperatorMPIJobLauncherRoom(t *testing.T) {
 			return err
 		}
 		for _, p := range pods {
-			if msg := podScheduledFalse(&p); !strings.Contains(msg, "room for its launcher too") {
+			if msg := podScheduledFalse(&p); !strings.Contains(msg, "room for its launcher (job1-launcher) too") {
 				return fmt.Errorf("pod %s does not say its launcher needs room: %q", p.Name, msg)
 			}
 		}
