@@ -285,10 +285,10 @@ func isMPILauncher(pod *corev1.Pod) bool {
 	return pod.Labels[labelKubeflowOperator] == "mpi-operator" && pod.Labels[labelKubeflowJobRole] == "launcher"
 }
 
-// comingName is the member name of a launcher to come in the core's gang:
+// comingName is the member name of a member to come in the core's gang:
 // no pod can have it (pod names have no spaces), so no member of the gang
 // shares it.
-func comingName(pod *corev1.Pod) string { return "launcher " + pod.Name + " (to come)" }
+func comingName(pod *corev1.Pod) string { return pod.Name + " (to come)" }
 
 // OwnerKinds are the workload APIs gangs are derived from that Phalanx reads
 // where the cluster serves them.
