@@ -668,6 +668,23 @@ func TestOwnerJobSetExclusive(t *testing.T) {
 	}
 }
 
+// workloadScheduler is a scheduler whose cycles tests run (its binds wait:
+// no call workers run), at time 200, with the default queue, 4 nodes of 1
+// GPU and 8 CPUs, and the workload object of kind k called name with spec.
+func workloadScheduler(t *testing.T, k ownerKind, name, spec string) *Scheduler {
+	t.Helper()
+	s, err := New(Options{Now: func() time.Time { return time.Unix(200, 0) }}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	for i := range 4 {
+		s.store.SetNode(testNode(fmt.Sprintf("n%d", i), 1))
+	}
+	s.store.SetOwner(k.gvr, k.kind, ownerObj(t, k, name, spec))
+	return s
+}
+
 // TestMPIJobLauncherRoomHeld: an MPIJob whose launcher (8 CPUs, a whole
 // node's) comes only once its 3 workers (1 GPU and 8 CPUs each) are Ready,
 // on 4 nodes of 1 GPU and 8 CPUs. Its gang starts only where the launcher
@@ -691,15 +708,7 @@ func TestMPIJobLauncherRoomHeld(t *testing.T) {
 	}
 	setup := func(t *testing.T, otherOn string) *Scheduler {
 		t.Helper()
-		s, err := New(Options{Now: func() time.Time { return time.Unix(200, 0) }}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
-		for i := range 4 {
-			s.store.SetNode(testNode(fmt.Sprintf("n%d", i), 1))
-		}
-		s.store.SetOwner(mpi.gvr, mpi.kind, ownerObj(t, mpi, "job1", spec))
+		s := workloadScheduler(t, mpi, "job1", spec)
 		pg := testPodGroup("job1", 3)
 		pg.Annotations = map[string]string{AnnotationDerivedFrom: "MPIJob/job1"}
 		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: kindMPIJob, Name: "job1", UID: "uid-mpijob-job1"}}
@@ -837,15 +846,7 @@ func TestLWSWorkersAfterLeader(t *testing.T) {
 	}
 	setup := func(t *testing.T, spec string) *Scheduler {
 		t.Helper()
-		s, err := New(Options{Now: func() time.Time { return time.Unix(200, 0) }}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
-		for i := range 4 {
-			s.store.SetNode(testNode(fmt.Sprintf("n%d", i), 1))
-		}
-		s.store.SetOwner(lws.gvr, lws.kind, ownerObj(t, lws, "set", spec))
+		s := workloadScheduler(t, lws, "set", spec)
 		pg := testPodGroup("lws-set-0", 4)
 		pg.Annotations = map[string]string{AnnotationDerivedFrom: "LeaderWorkerSet/set"}
 		pg.OwnerReferences = []metav1.OwnerReference{*ctrl}
