@@ -1683,6 +1683,9 @@ func TestOperatorMPIJobLauncherRoom(t *testing.T) {
 	}
 	e.eventually(30*time.Second, "job1 waits whole, saying its launcher needs room too", all(e.opWaiting(job1), saysLauncher))
 	e.logWaiting(job1)
+	// Gangs that arrive in the same second go by name, and late's comes before mpijob-job1:
+	// a second later, late arrives after job1.
+	time.Sleep(1100 * time.Millisecond)
 	late := e.create(gang("late").Members(1).GPUs(0).WorkerCPU("1").NodeSelector("pool", "cpu"))
 	e.consistently(holdStill, "job1 to wait whole, and late to wait", all(e.opWaiting(job1), e.noneBound(late)))
 	pods, err := e.opPods(job1)
