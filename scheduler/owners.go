@@ -165,18 +165,8 @@ const mpiWaitForWorkersReady = "WaitForWorkersReady"
 // that room for it while the workers start (comingRoom), so that the
 // workers never run with no room left for their launcher. nil otherwise.
 func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool, coming *corev1.Pod) {
-	var job *metav1.OwnerReference
-	for i, ref := range pg.OwnerReferences {
-		if ref.Kind == kindMPIJob && ref.APIVersion == "kubeflow.org/v2beta1" {
-			job = &pg.OwnerReferences[i]
-			break
-		}
-	}
-	if job == nil {
-		return 0, false, nil
-	}
-	o := s.owners.objects[objectKey{"kubeflow.org", kindMPIJob, pg.Namespace, job.Name}]
-	if o == nil || o.readyWorkers == 0 || (o.ref.uid != "" && job.UID != "" && o.ref.uid != job.UID) {
+	o, _ := s.pgOwner(pg, "kubeflow.org/v2beta1", kindMPIJob)
+	if o == nil || o.readyWorkers == 0 {
 		return 0, false, nil
 	}
 	workers := int(o.readyWorkers)
@@ -200,18 +190,14 @@ func (s *Store) launcherAfterWorkers(pg *v1alpha1.PodGroup, g *gangInfo) (min in
 	return workers, true, coming
 }
 
-// maxComing bounds the members to come whose room is found and held with
-// a gang's first members; a larger group starts without it.
+// maxComing bounds the workers to come whose room is found and held with
+// a LeaderWorkerSet group's leader; a larger group starts without it.
 const maxComing = 1024
 
 // toCome makes pods v's members to come, what and why saying which and
 // when they come, unless a template asks what the scheduler cannot place
-// (then the members say so themselves once they exist) or they are too
-// many.
+// (then the members say so themselves once they exist).
 func (s *Store) toCome(v *gangView, pods []*corev1.Pod, what, why string) {
-	if len(pods) > maxComing {
-		return
-	}
 	coming := make([]*podInfo, 0, len(pods))
 	for _, pod := range pods {
 		req, problem := s.res.vector(podRequests(pod))
@@ -236,19 +222,9 @@ func (s *Store) toCome(v *gangView, pods []*corev1.Pod, what, why string) {
 // come. ok is false for any other PodGroup, while the LeaderWorkerSet is
 // not read, and once a worker exists.
 func (s *Store) workersAfterLeader(pg *v1alpha1.PodGroup, g *gangInfo) (min int, ok bool, coming []*corev1.Pod, why string) {
-	var set *metav1.OwnerReference
-	for i, ref := range pg.OwnerReferences {
-		if ref.Kind == kindLWS && ref.APIVersion == "leaderworkerset.x-k8s.io/v1" {
-			set = &pg.OwnerReferences[i]
-			break
-		}
-	}
-	if set == nil {
-		return 0, false, nil, ""
-	}
-	o := s.owners.objects[objectKey{"leaderworkerset.x-k8s.io", kindLWS, pg.Namespace, set.Name}]
+	o, set := s.pgOwner(pg, "leaderworkerset.x-k8s.io/v1", kindLWS)
 	size := int(pg.Spec.MinMember)
-	if o == nil || o.leaderFirst == "" || size < 2 || (o.ref.uid != "" && set.UID != "" && o.ref.uid != set.UID) {
+	if o == nil || o.leaderFirst == "" || size < 2 {
 		return 0, false, nil, ""
 	}
 	var leader *podInfo
@@ -265,7 +241,7 @@ func (s *Store) workersAfterLeader(pg *v1alpha1.PodGroup, g *gangInfo) (min int,
 		return 0, false, nil, ""
 	}
 	why = fmt.Sprintf("which LeaderWorkerSet %s creates %s", set.Name, o.leaderFirst)
-	if leader.holds() || o.worker == nil || !s.ours[o.worker.Spec.SchedulerName] {
+	if leader.holds() || o.worker == nil || !s.ours[o.worker.Spec.SchedulerName] || size-1 > maxComing {
 		return 1, true, nil, why
 	}
 	for i := 1; i < size; i++ {
@@ -277,6 +253,25 @@ func (s *Store) workersAfterLeader(pg *v1alpha1.PodGroup, g *gangInfo) (min int,
 		coming = append(coming, w)
 	}
 	return 1, true, coming, why
+}
+
+// pgOwner returns the workload of kind, served at apiVersion, that owns
+// pg, as the store read it, and pg's reference to it; nil if no such
+// workload owns pg, or the store has not read it (or holds another object
+// of its name).
+func (s *Store) pgOwner(pg *v1alpha1.PodGroup, apiVersion, kind string) (*ownerObject, *metav1.OwnerReference) {
+	for i, ref := range pg.OwnerReferences {
+		if ref.Kind != kind || ref.APIVersion != apiVersion {
+			continue
+		}
+		group, _, _ := strings.Cut(apiVersion, "/")
+		o := s.owners.objects[objectKey{group, kind, pg.Namespace, ref.Name}]
+		if o == nil || o.ref.uid != "" && ref.UID != "" && o.ref.uid != ref.UID {
+			return nil, nil
+		}
+		return o, &pg.OwnerReferences[i]
+	}
+	return nil, nil
 }
 
 // isMPILauncher reports whether pod is the launcher of an mpi-operator

@@ -69,16 +69,17 @@ func (s *Store) comingRoom(gang, node string, amount core.Vector, whole int) {
 		until: s.now().Add(comingHoldFor).Unix(), whole: whole})
 }
 
-// comingDone reports whether g's holds for members to come, kept until
-// whole members hold nodes, are no longer needed: that many do, or none.
-func comingDone(g *gangInfo, whole int) bool {
-	holding := 0
+// holdingNodes counts g's members that hold nodes. A hold for members to
+// come, kept until whole members hold nodes, is no longer needed once that
+// many do, or none.
+func holdingNodes(g *gangInfo) int {
+	n := 0
 	for _, p := range g.members {
 		if p.holds() {
-			holding++
+			n++
 		}
 	}
-	return holding == 0 || holding >= whole
+	return n
 }
 
 // lostMember records, when a pod of one of our gangs frees a node without
@@ -193,8 +194,12 @@ func (s *Store) snapshotHolds(order []string, now int64) []core.Hold {
 			continue
 		}
 		kept := s.holds[key][:0]
+		holding := -1 // members of the gang holding nodes, counted for the first hold to come
 		for _, h := range s.holds[key] {
-			if h.until <= now || h.whole > 0 && comingDone(s.gangs[key], h.whole) {
+			if h.whole > 0 && holding < 0 {
+				holding = holdingNodes(s.gangs[key])
+			}
+			if h.until <= now || h.whole > 0 && (holding == 0 || holding >= h.whole) {
 				continue
 			}
 			kept = append(kept, h)

@@ -457,13 +457,19 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	s.metrics.GangsScheduled.Add(float64(len(diag.Scheduled)))
 
 	boundOn := map[string][]string{}
-	var coming []core.Bind // room found for members to come
+	type comingBind struct {
+		b core.Bind
+		p *podInfo
+	}
+	var coming []comingBind // room found for members to come
 	for _, b := range plan.Binds {
 		v := views[b.Gang]
 		p := v.member(b.Member)
-		if p == nil && v.comingMember(b.Member) != nil {
-			coming = append(coming, b)
-			continue
+		if p == nil {
+			if c := v.comingMember(b.Member); c != nil {
+				coming = append(coming, comingBind{b, c})
+				continue
+			}
 		}
 		if p == nil || !s.store.Assume(p.pod.UID, b.Node) {
 			continue
@@ -478,10 +484,10 @@ func (s *Scheduler) cycle(ctx context.Context) {
 	for gang, nodes := range boundOn {
 		s.store.Placed(gang, nodes, scheduled[gang])
 	}
-	for _, b := range coming {
-		if len(boundOn[b.Gang]) > 0 { // else no member is placed: nothing waits for it
-			v := views[b.Gang]
-			s.store.comingRoom(b.Gang, b.Node, v.comingMember(b.Member).slot(), v.minMember+len(v.coming))
+	for _, c := range coming {
+		if len(boundOn[c.b.Gang]) > 0 { // else no member is placed: nothing waits for it
+			v := views[c.b.Gang]
+			s.store.comingRoom(c.b.Gang, c.b.Node, c.p.slot(), v.minMember+len(v.coming))
 		}
 	}
 	s.carryOut(ctx, plan, views, start.Unix())
