@@ -46,7 +46,8 @@ import (
 //     job's followers only once its leader (completion index 0) is bound,
 //     and pin them to the leader's domain: the gang's minimum is then the
 //     leaders, one a job, placed together in their exclusive domains, and
-//     the followers join as they come.
+//     only where their followers fit too (followersAfterLeaders); the
+//     followers join as they come, into the room held for them.
 //   - LeaderWorkerSet (leaderworkerset.x-k8s.io/v1; pod labels
 //     leaderworkerset.sigs.k8s.io/name and /group-index): one gang per group,
 //     minMember = the pods' annotation leaderworkerset.sigs.k8s.io/size;
@@ -255,6 +256,56 @@ func (s *Store) workersAfterLeader(pg *v1alpha1.PodGroup, g *gangInfo) (min int,
 	return 1, true, coming, why
 }
 
+// followersAfterLeaders are the members to come of the gang of PodGroup pg
+// when a JobSet with exclusive placement owns pg: the gang is then its
+// jobs' leaders (deriveJobSet), and JobSet's webhook admits a job's
+// followers only once its leader is bound, pinned to the leader's domain.
+// Until a leader holds a node, coming are the followers of each leader, as
+// their job's pod template describes them, with the leader's labels and
+// affinity, which keep them in its domain: the leaders start only where
+// their followers fit too, and that room is held for them (comingRoom)
+// until they are bound. why says when they come. None while the JobSet is
+// not read, once a follower exists, if a template cannot be read or names
+// another scheduler, or beyond maxComing followers.
+func (s *Store) followersAfterLeaders(pg *v1alpha1.PodGroup, g *gangInfo) (coming []*corev1.Pod, why string) {
+	o, set := s.pgOwner(pg, "jobset.x-k8s.io/v1alpha2", kindJobSet)
+	if o == nil || len(o.followers) == 0 {
+		return nil, ""
+	}
+	leaders := make([]*podInfo, 0, len(g.members))
+	total := 0
+	for _, p := range g.members {
+		a := p.pod.Annotations
+		if p.holds() || a[annotationJobIndex] != "0" || a[annotationJobSetExclusive] == "" || a[annotationJobSetNodeSel] != "" {
+			return nil, "" // placed, or not the leaders of exclusive placement
+		}
+		f := o.followers[p.pod.Labels[labelJobSetReplicatedJob]]
+		if f.n > 0 && (f.pod == nil || !s.ours[f.pod.Spec.SchedulerName]) {
+			return nil, ""
+		}
+		total += f.n
+		leaders = append(leaders, p)
+	}
+	if total == 0 || total > maxComing {
+		return nil, ""
+	}
+	sort.Slice(leaders, func(i, j int) bool { return leaders[i].pod.Name < leaders[j].pod.Name })
+	for _, l := range leaders {
+		f := o.followers[l.pod.Labels[labelJobSetReplicatedJob]]
+		job := l.pod.Labels[batchv1.JobNameLabel]
+		if job == "" {
+			job = l.pod.Name
+		}
+		for i := 1; i <= f.n; i++ {
+			w := f.pod.DeepCopy()
+			w.Name = fmt.Sprintf("%s-%d", job, i)
+			w.Labels, w.Spec.Affinity = l.pod.Labels, l.pod.Spec.Affinity
+			coming = append(coming, w)
+		}
+	}
+	return coming, fmt.Sprintf("which JobSet %s admits once their job's leader is bound", set.Name)
+}
+
 // pgOwner returns the workload of kind, served at apiVersion, that owns
 // pg, as the store read it, and pg's reference to it; nil if no such
 // workload owns pg, or the store has not read it (or holds another object
@@ -333,6 +384,10 @@ type ownerObject struct {
 	// and in all.
 	leaders     int64
 	leaderParts map[string]int32
+	// followers are, by replicated job with exclusive placement, the
+	// followers of each of its jobs: their number, and one as a pod made
+	// from the job's pod template (nil if it cannot be read).
+	followers map[string]jobFollowers
 	// readyWorkers, for an mpi-operator MPIJob whose launcher the operator
 	// creates once every worker is Ready, is the number of workers; 0
 	// otherwise. launcher is then its launcher, as a pod made from the
@@ -349,6 +404,13 @@ type ownerObject struct {
 	leaderFirst string
 	worker      *corev1.Pod
 	exclusive   string
+}
+
+// jobFollowers are the followers of a JobSet's job with exclusive
+// placement: n of them, each as pod describes it.
+type jobFollowers struct {
+	n   int
+	pod *corev1.Pod
 }
 
 // jobInfo is what the store keeps of a batch Job.
@@ -809,16 +871,38 @@ type replicaSpec struct {
 // mpi-operator's MPIJob spec, as the pod it makes; nil if there is none or
 // it cannot be read. The name is the launcher's, as mpi-operator names it.
 func launcherTemplate(spec map[string]any, ns, job string) *corev1.Pod {
-	raw, found, err := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template")
+	pod := podTemplate(spec, ns, "mpiReplicaSpecs", "Launcher", "template")
+	if pod != nil {
+		pod.Name = job + "-launcher"
+	}
+	return pod
+}
+
+// jobPodTemplate reads the pod template of the i-th replicated job of a
+// JobSet's spec, as the pod it makes; nil if it cannot be read.
+func jobPodTemplate(spec map[string]any, i int, ns string) *corev1.Pod {
+	field, _, _ := unstructured.NestedFieldNoCopy(spec, "replicatedJobs")
+	rjs, _ := field.([]any)
+	if i >= len(rjs) {
+		return nil
+	}
+	rj, _ := rjs[i].(map[string]any)
+	return podTemplate(rj, ns, "template", "spec", "template")
+}
+
+// podTemplate reads the pod template at fields of obj, as a pod of
+// namespace ns; nil if there is none or it cannot be read.
+func podTemplate(obj map[string]any, ns string, fields ...string) *corev1.Pod {
+	raw, found, err := unstructured.NestedMap(obj, fields...)
 	if err != nil || !found {
 		return nil
 	}
 	var t corev1.PodTemplateSpec
-	if fromUnstructured(raw, "spec.mpiReplicaSpecs[Launcher].template", &t) != nil {
+	if fromUnstructured(raw, strings.Join(fields, "."), &t) != nil {
 		return nil
 	}
 	pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
-	pod.Name, pod.Namespace = job+"-launcher", ns
+	pod.Namespace = ns
 	return pod
 }
 
@@ -1016,6 +1100,13 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 			if exclusive || rj.Template.Metadata.Annotations[annotationJobSetExclusive] != "" {
 				o.leaderParts[rj.Name] = int32(replicas)
 				o.leaders += replicas
+				if pods > 1 {
+					if o.followers == nil {
+						o.followers = map[string]jobFollowers{}
+					}
+					o.followers[rj.Name] = jobFollowers{n: int(min(pods-1, maxComing+1)),
+						pod: jobPodTemplate(spec, i, u.GetNamespace())}
+				}
 			}
 			c.sum = min(c.sum+part, 1<<40)
 		}

@@ -961,3 +961,111 @@ func TestLWSWorkersAfterLeader(t *testing.T) {
 		}
 	})
 }
+
+// TestJobSetFollowersRoomHeld: a JobSet with exclusive placement in racks,
+// one job of 2 pods (a leader and a follower, 1 GPU each), on rack r0 (node
+// n0) and rack r1 (n1 and n2), of 1 GPU a node. JobSet's webhook admits the
+// follower only once the leader is bound, pinned to its rack. The leader
+// is placed only where its follower fits too, in r1, though n0, first in
+// node order, fits the leader alone; the follower's node is held for it
+// until it is bound, and another pod does not get it meanwhile. With n2
+// taken, the job fits nowhere, and its leader waits, saying why.
+func TestJobSetFollowersRoomHeld(t *testing.T) {
+	jobset := ownerKindOf(t, kindJobSet, "v1alpha2")
+	const spec = `{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"parallelism":2,"completions":2,` +
+		`"template":{"spec":{"schedulerName":"phalanx","containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}}]}`
+	const key = "jobset.sigs.k8s.io/job-key"
+	jobRef := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-w-0", UID: "uid-job-js-w-0"}
+	member := func(i int) *corev1.Pod {
+		p := ownedPod(fmt.Sprintf("js-w-0-%d", i), jobRef,
+			map[string]string{labelJobSetName: "js", labelJobSetReplicatedJob: "w", key: "k0", batchv1.JobNameLabel: "js-w-0"},
+			map[string]string{annotationJobIndex: fmt.Sprint(i), annotationJobSetExclusive: "rack"})
+		if i > 0 { // as JobSet's webhook pins a follower
+			p.Spec.NodeSelector = map[string]string{"rack": "r1"}
+			return p
+		}
+		// As JobSet's webhook writes a leader's affinity: in the rack of
+		// its job's pods, and in none of another job's.
+		term := func(reqs ...metav1.LabelSelectorRequirement) []corev1.PodAffinityTerm {
+			return []corev1.PodAffinityTerm{{TopologyKey: "rack", LabelSelector: &metav1.LabelSelector{MatchExpressions: reqs}}}
+		}
+		p.Spec.Affinity = &corev1.Affinity{
+			PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term(
+				metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{"k0"}})},
+			PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: term(
+				metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpExists},
+				metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"k0"}})},
+		}
+		return p
+	}
+	setup := func(t *testing.T) *Scheduler {
+		t.Helper()
+		s, err := New(Options{Now: func() time.Time { return time.Unix(200, 0) }}, fake.NewClientset(), phalanxfake.NewSimpleClientset(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
+		for i, rack := range []string{"r0", "r1", "r1"} {
+			n := testNode(fmt.Sprintf("n%d", i), 1)
+			n.Labels = map[string]string{"rack": rack}
+			s.store.SetNode(n)
+		}
+		u := ownerObj(t, jobset, "js", spec)
+		u.SetAnnotations(map[string]string{annotationJobSetExclusive: "rack"})
+		s.store.SetOwner(jobset.gvr, jobset.kind, u)
+		pg := testPodGroup("jobset-js", 1)
+		pg.Annotations = map[string]string{AnnotationDerivedFrom: "JobSet/js"}
+		pg.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: kindJobSet, Name: "js", UID: "uid-jobset-js"}}
+		s.store.SetPodGroup(pg)
+		s.store.SetPod(member(0))
+		return s
+	}
+	nodeOf := func(s *Scheduler, name string) string { return s.store.pods[types.UID("uid-"+name)].node }
+	ctx := context.Background()
+
+	t.Run("held", func(t *testing.T) {
+		s := setup(t)
+		s.cycle(ctx)
+		leader := nodeOf(s, "js-w-0-0")
+		hs := s.store.holds["ns/jobset-js"]
+		if leader == "" || len(hs) != 1 {
+			t.Fatalf("leader on %q, holds %+v: want it placed, and a hold for its follower (%+v)", leader, hs, s.verdicts["ns/jobset-js"])
+		}
+		if leader == "n0" || hs[0].node == "n0" || hs[0].node == leader || hs[0].whole != 2 {
+			t.Fatalf("leader on %s, hold %+v: want both in rack r1, the hold until 2 members hold nodes", leader, hs[0])
+		}
+		held := hs[0].node
+		other := testPod("other").GPUs(1).Obj()
+		other.CreationTimestamp = metav1.Unix(150, 0) // after the PodGroup (50)
+		other.Spec.NodeSelector = map[string]string{"rack": "r1"}
+		s.store.SetPod(other)
+		s.cycle(ctx)
+		if n := nodeOf(s, "other"); n != "" {
+			t.Fatalf("while the follower is not admitted yet, other is placed on %s", n)
+		}
+		s.store.SetPod(member(1))
+		s.cycle(ctx)
+		if n := nodeOf(s, "js-w-0-1"); n != held {
+			t.Fatalf("follower on %q, want %s, held for it", n, held)
+		}
+		s.cycle(ctx)
+		if hs := s.store.holds["ns/jobset-js"]; len(hs) != 0 {
+			t.Errorf("holds %+v once the follower is placed, want none", hs)
+		}
+	})
+
+	t.Run("no room", func(t *testing.T) {
+		s := setup(t)
+		taken := testPod("taken").GPUs(1).Obj()
+		taken.Spec.NodeName, taken.Status.Phase = "n2", corev1.PodRunning
+		s.store.SetPod(taken)
+		s.cycle(ctx)
+		if n := nodeOf(s, "js-w-0-0"); n != "" {
+			t.Fatalf("the leader is placed on %s, where its follower cannot follow", n)
+		}
+		const want = "the gang starts only with room for its follower too, which JobSet js admits once their job's leader is bound"
+		if v := s.verdicts["ns/jobset-js"]; !strings.Contains(v.message, want) {
+			t.Errorf("the leader waits saying %q, want %q", v.message, want)
+		}
+	})
+}

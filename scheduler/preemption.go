@@ -36,7 +36,9 @@ import (
 //   - for a member to come (an MPIJob's launcher, which mpi-operator
 //     creates once the workers are Ready, launcherAfterWorkers; a
 //     LeaderWorkerSet group's workers, created once the leader is Ready or
-//     bound, workersAfterLeader), on the node the cycle that placed the
+//     bound, workersAfterLeader; the followers of a JobSet's jobs with
+//     exclusive placement, admitted once their leader is bound,
+//     followersAfterLeaders), on the node the cycle that placed the
 //     gang's first members found for it, until the gang holds all its
 //     members, none of them holds a node any more, or comingHoldFor has
 //     passed.

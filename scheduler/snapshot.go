@@ -33,7 +33,9 @@ type gangView struct {
 	pending    []*podInfo // sorted by name
 	// coming are members the gang's workload will create only once the
 	// gang runs (an MPIJob's launcher, launcherAfterWorkers; a
-	// LeaderWorkerSet group's workers, workersAfterLeader): the core
+	// LeaderWorkerSet group's workers, workersAfterLeader; the followers
+	// of a JobSet's jobs with exclusive placement,
+	// followersAfterLeaders): the core
 	// places them with the minimum, and the room found for them is held
 	// (comingRoom) rather than bound. They are not counted in minMember.
 	// comingWhat and comingWhy say which they are and when they come.
@@ -196,6 +198,12 @@ func (s *Store) view(g *gangInfo) *gangView {
 				}
 				s.toCome(v, coming, what, why)
 			}
+		} else if coming, why := s.followersAfterLeaders(pg, g); coming != nil {
+			what := fmt.Sprintf("its %d followers", len(coming))
+			if len(coming) == 1 {
+				what = "its follower"
+			}
+			s.toCome(v, coming, what, why)
 		}
 		v.arrival = pg.CreationTimestamp.Unix()
 		switch {
