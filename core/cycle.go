@@ -151,10 +151,10 @@ type cycle struct {
 	// failures need no node report.
 	trialing bool
 	// pods indexes the pods on nodes when some use pod affinity, spread or
-	// host ports (podconstraints.go); pin narrows an anchored placement.
+	// host ports (podconstraints.go); pins narrow an anchored placement.
 	pods      *podIndex
 	verdicts  *verdicts // of the node filters (filter.go)
-	pin       pinned
+	pins      pins
 	lastShape shapeKey
 	lastCheck *podCheck
 	lastQS    *queueState // queueOf's

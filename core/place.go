@@ -180,7 +180,7 @@ func (c *cycle) findNode(m *Member, r Vector, t *txn, remaining int64, sc *scope
 		}
 		// The pod checks first, as they are cheaper than the node filters,
 		// which a node they refuse needs only while none had room.
-		others := pc == nil || c.pods.checkNode(pc, n) == feasible && c.pin.admits(m, n)
+		others := pc == nil || c.pods.checkNode(pc, n) == feasible && c.pins.admit(m, n)
 		if !others && roomy || flt.at(vs, n, m.Constraints) != feasible || !c.mayUse(n, r, t) {
 			return false
 		}
@@ -260,7 +260,7 @@ func (c *cycle) spreadNode(key shapeKey, m *Member, r Vector, t *txn, fits func(
 func (c *cycle) rememberUnfit(key shapeKey, m *Member, r Vector, t *txn, pc *podCheck) {
 	switch {
 	case t != nil && len(t.placed) > 0:
-	case c.pin.cons != nil: // a pinned try is narrower than the member's shape
+	case len(c.pins) > 0: // a pinned try is narrower than the member's shape
 	case c.trialing:
 		c.unfit[key] = nil // no one reads the report of a trial
 	default:

@@ -814,64 +814,80 @@ type pinned struct {
 	dom  int32
 }
 
+// pins are the groups an anchored placement pins, one domain each.
+type pins []pinned
+
+// admit reports whether member m may go on node n under every pin.
+func (ps pins) admit(m *Member, n int) bool {
+	for i := range ps {
+		if m.Constraints == ps[i].cons && ps[i].topo.of[n] != ps[i].dom {
+			return false
+		}
+	}
+	return true
+}
+
 // maxAnchorTries bounds the domains placeAnchored tries for one gang.
 const maxAnchorTries = 32
+
+// anchorGroup is a group of a gang's members that share the constraints of
+// an anchor (a member whose required pod affinity lets it choose its
+// domain freely): their key, what they need together, and the free room of
+// each domain of the key for them.
+type anchorGroup struct {
+	cons *Constraints
+	topo *topoKey
+	need Vector
+	free []Vector
+	dims int // the dimension domains are compared by
+}
 
 // placeAnchored retries a minimum that found no placement when a member's
 // required pod affinity let it choose its domain freely (no pod matches its
 // terms yet, and it matches them itself: the first of a group that must be
 // together). The domain the greedy placement chose may be too small for the
-// group while another is large enough: the members sharing that member's
-// constraints are pinned to one domain of the first term's key at a time,
+// group while another is large enough. With several such groups (the jobs
+// of a JobSet with exclusive placement), each is first pinned to a domain
+// of its own at once (pinEach); then the members sharing the first group's
+// constraints are pinned to one domain of its first term's key at a time,
 // those with the most free accelerators (or cpu) first.
 func (c *cycle) placeAnchored(g *Gang, members []Member, t *txn) bool {
 	if c.pods == nil || g.RequiredLevel != "" {
 		return false // a required level chose the domains already
 	}
-	var anchor *Member
+	var groups []*anchorGroup
 	for i := range members {
 		m := &members[i]
 		if !m.Constraints.looseTerms() || len(m.Constraints.PodAffinity) == 0 {
 			continue
 		}
+		if slices.ContainsFunc(groups, func(a *anchorGroup) bool { return a.cons == m.Constraints }) {
+			continue
+		}
 		if pc := c.pods.prepare(m); pc != nil && pc.anchor {
-			anchor = m
-			break
+			groups = append(groups, c.anchorGroup(m, members))
 		}
 	}
-	if anchor == nil {
+	if len(groups) == 0 {
 		return false
 	}
-	tk := c.pods.topology(anchor.Constraints.PodAffinity[0].TopologyKey)
-	var need Vector
-	for i := range members {
-		if members[i].Constraints == anchor.Constraints {
-			need = need.Add(podRequest(&members[i]))
-		}
+	defer func() { c.pins = c.pins[:0] }()
+	if len(groups) > 1 && c.pinEach(g, members, t, groups) {
+		return true
 	}
-	free := make([]Vector, tk.n)
-	for n := range c.snap.Nodes {
-		if d := tk.of[n]; d >= 0 && c.x.bucket[n] >= 0 && c.verdicts.filter(n, anchor.Constraints) == feasible {
-			free[d] = free[d].Add(c.x.free[n])
-		}
-	}
-	dims := c.x.gpu
-	if dims < 0 || need[dims] == 0 {
-		dims = CPU
-	}
+	a := groups[0]
 	var doms []int32
-	for d := range free {
-		if need.Fits(free[d]) {
+	for d := range a.free {
+		if a.need.Fits(a.free[d]) {
 			doms = append(doms, int32(d))
 		}
 	}
-	slices.SortStableFunc(doms, func(a, b int32) int { return cmp.Compare(free[b][dims], free[a][dims]) })
+	slices.SortStableFunc(doms, func(x, y int32) int { return cmp.Compare(a.free[y][a.dims], a.free[x][a.dims]) })
 	if len(doms) > maxAnchorTries {
 		doms = doms[:maxAnchorTries]
 	}
-	defer func() { c.pin = pinned{} }()
 	for _, d := range doms {
-		c.pin = pinned{cons: anchor.Constraints, topo: tk, dom: d}
+		c.pins = append(c.pins[:0], pinned{cons: a.cons, topo: a.topo, dom: d})
 		if _, ok := c.placeAll(g, members, t, nil); ok {
 			return true
 		}
@@ -879,8 +895,64 @@ func (c *cycle) placeAnchored(g *Gang, members []Member, t *txn) bool {
 	return false
 }
 
-func (p *pinned) admits(m *Member, n int) bool {
-	return p.cons == nil || m.Constraints != p.cons || p.topo.of[n] == p.dom
+// anchorGroup describes the group of members that share anchor's
+// constraints.
+func (c *cycle) anchorGroup(anchor *Member, members []Member) *anchorGroup {
+	a := &anchorGroup{cons: anchor.Constraints, topo: c.pods.topology(anchor.Constraints.PodAffinity[0].TopologyKey)}
+	for i := range members {
+		if members[i].Constraints == a.cons {
+			a.need = a.need.Add(podRequest(&members[i]))
+		}
+	}
+	a.free = make([]Vector, a.topo.n)
+	for n := range c.snap.Nodes {
+		if d := a.topo.of[n]; d >= 0 && c.x.bucket[n] >= 0 && c.verdicts.filter(n, a.cons) == feasible {
+			a.free[d] = a.free[d].Add(c.x.free[n])
+		}
+	}
+	a.dims = c.x.gpu
+	if a.dims < 0 || a.need[a.dims] == 0 {
+		a.dims = CPU
+	}
+	return a
+}
+
+// pinEach pins every group to a domain at once and tries the placement:
+// each group in turn, the largest first, to the domain with the most free
+// room left for it, preferring domains no group took yet (groups that must
+// be together are often kept apart by anti-affinity too). false if some
+// group has no domain left, or the placement fails.
+func (c *cycle) pinEach(g *Gang, members []Member, t *txn, groups []*anchorGroup) bool {
+	order := slices.Clone(groups)
+	slices.SortStableFunc(order, func(x, y *anchorGroup) int { return cmp.Compare(y.need[y.dims], x.need[x.dims]) })
+	type domain struct {
+		topo *topoKey
+		dom  int32
+	}
+	taken := map[domain]Vector{}
+	c.pins = c.pins[:0]
+	for _, a := range order {
+		best, bestTaken := int32(-1), true
+		var bestLeft Vector
+		for d := range a.free {
+			used, was := taken[domain{a.topo, int32(d)}]
+			left := a.free[d].Sub(used)
+			if !a.need.Fits(left) {
+				continue
+			}
+			if best < 0 || bestTaken && !was || bestTaken == was && left[a.dims] > bestLeft[a.dims] {
+				best, bestTaken, bestLeft = int32(d), was, left
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		k := domain{a.topo, best}
+		taken[k] = taken[k].Add(a.need)
+		c.pins = append(c.pins, pinned{cons: a.cons, topo: a.topo, dom: best})
+	}
+	_, ok := c.placeAll(g, members, t, nil)
+	return ok
 }
 
 // alike reports whether the cycle may take the outcome of one gang of

@@ -364,6 +364,51 @@ func TestPodConstraints(t *testing.T) {
 			}
 			return ""
 		},
+	}, {
+		name: "exclusive placement: two jobs of one gang, with a rack that fits one member of either",
+		// Nodes of one cpu, one member's. Rack r1 has room for one member
+		// (n2): the first member of either job may choose it, and then
+		// its job cannot be whole there. Each job must be pinned to a
+		// rack of its own, r2 and r3, at once: pinning one job alone
+		// leaves the other free to choose r1.
+		snap: func() *Snapshot {
+			job := func(key string) *Constraints {
+				return &Constraints{
+					PodAffinity: []PodAffinityTerm{term("rack", &LabelSelector{MatchExpressions: []Requirement{
+						{Key: "job-key", Operator: SelectorIn, Values: []string{key}}}})},
+					PodAntiAffinity: []PodAffinityTerm{term("rack", &LabelSelector{MatchExpressions: []Requirement{
+						{Key: "job-key", Operator: SelectorExists}, {Key: "job-key", Operator: SelectorNotIn, Values: []string{key}}}})},
+				}
+			}
+			// The members of the two jobs alternate, as the scheduler
+			// lists a JobSet's followers to come before its leaders.
+			ca, cb := job("a"), job("b")
+			g := MakeGang("js")
+			for i := range 2 {
+				g.Task(fmt.Sprintf("a%d", i), 1, req(CPUs(1)), ca).Task(fmt.Sprintf("b%d", i), 1, req(CPUs(1)), cb)
+			}
+			for i := range g.g.Pending {
+				g.g.Pending[i].Namespace, g.g.Pending[i].Labels = "ns", map[string]string{"job-key": g.g.Pending[i].Name[3:4]}
+			}
+			cpuNode := func(name, rack string) *nodeBuilder { return node(name, 0, "rack", rack).CPUs(1) }
+			return MakeSnapshot().Nodes(cpuNode("n1", "r1").Used(req(CPUs(1))), cpuNode("n2", "r1"),
+				cpuNode("n3", "r2"), cpuNode("n4", "r2"), cpuNode("n5", "r3"), cpuNode("n6", "r3")).Gangs(g).Obj()
+		}(),
+		check: func(p Plan, d Diagnostics) string {
+			rack := map[string]string{"n2": "r1", "n3": "r2", "n4": "r2", "n5": "r3", "n6": "r3"}
+			byJob := map[string]map[string]bool{}
+			for _, b := range p.Binds {
+				j := b.Member[3:4]
+				if byJob[j] == nil {
+					byJob[j] = map[string]bool{}
+				}
+				byJob[j][rack[b.Node]] = true
+			}
+			if len(p.Binds) != 4 || len(byJob["a"]) != 1 || len(byJob["b"]) != 1 || byJob["a"]["r1"] || byJob["b"]["r1"] {
+				return fmt.Sprintf("want each job in a rack of its own, r2 and r3, got %v (pending %v)", memberNodes(p), pendingOf(d))
+			}
+			return ""
+		},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -261,49 +261,45 @@ func (s *Store) workersAfterLeader(pg *v1alpha1.PodGroup, g *gangInfo) (min int,
 // jobs' leaders (deriveJobSet), and JobSet's webhook admits a job's
 // followers only once its leader is bound, pinned to the leader's domain.
 // Until a leader holds a node, coming are the followers of each leader, as
-// their job's pod template describes them, with the leader's labels and
-// affinity, which keep them in its domain: the leaders start only where
-// their followers fit too, and that room is held for them (comingRoom)
-// until they are bound. why says when they come. None while the JobSet is
-// not read, once a follower exists, if a template cannot be read or names
-// another scheduler, or beyond maxComing followers.
-func (s *Store) followersAfterLeaders(pg *v1alpha1.PodGroup, g *gangInfo) (coming []*corev1.Pod, why string) {
+// copies of the leader (the pods of a job share its template; the leader
+// has the webhook's affinity, which keeps them in its domain), and of[i]
+// is the leader coming[i] copies: the leaders start only where their
+// followers fit too, and that room is held for them (comingRoom) until
+// they are bound. why says when they come. None while the JobSet is not
+// read, once a follower exists, or beyond maxComing followers.
+func (s *Store) followersAfterLeaders(pg *v1alpha1.PodGroup, g *gangInfo) (coming []*corev1.Pod, of []*podInfo, why string) {
 	o, set := s.pgOwner(pg, "jobset.x-k8s.io/v1alpha2", kindJobSet)
 	if o == nil || len(o.followers) == 0 {
-		return nil, ""
+		return nil, nil, ""
 	}
 	leaders := make([]*podInfo, 0, len(g.members))
 	total := 0
 	for _, p := range g.members {
 		a := p.pod.Annotations
 		if p.holds() || a[annotationJobIndex] != "0" || a[annotationJobSetExclusive] == "" || a[annotationJobSetNodeSel] != "" {
-			return nil, "" // placed, or not the leaders of exclusive placement
+			return nil, nil, "" // placed, or not the leaders of exclusive placement
 		}
-		f := o.followers[p.pod.Labels[labelJobSetReplicatedJob]]
-		if f.n > 0 && (f.pod == nil || !s.ours[f.pod.Spec.SchedulerName]) {
-			return nil, ""
-		}
-		total += f.n
+		total += o.followers[p.pod.Labels[labelJobSetReplicatedJob]]
 		leaders = append(leaders, p)
 	}
 	if total == 0 || total > maxComing {
-		return nil, ""
+		return nil, nil, ""
 	}
 	sort.Slice(leaders, func(i, j int) bool { return leaders[i].pod.Name < leaders[j].pod.Name })
 	for _, l := range leaders {
-		f := o.followers[l.pod.Labels[labelJobSetReplicatedJob]]
 		job := l.pod.Labels[batchv1.JobNameLabel]
 		if job == "" {
 			job = l.pod.Name
 		}
-		for i := 1; i <= f.n; i++ {
-			w := f.pod.DeepCopy()
-			w.Name = fmt.Sprintf("%s-%d", job, i)
-			w.Labels, w.Spec.Affinity = l.pod.Labels, l.pod.Spec.Affinity
-			coming = append(coming, w)
+		for i := 1; i <= o.followers[l.pod.Labels[labelJobSetReplicatedJob]]; i++ {
+			coming = append(coming, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", job, i), Namespace: l.pod.Namespace, Labels: l.pod.Labels},
+				Spec:       l.pod.Spec, // shared, never changed
+			})
+			of = append(of, l)
 		}
 	}
-	return coming, fmt.Sprintf("which JobSet %s admits once their job's leader is bound", set.Name)
+	return coming, of, fmt.Sprintf("which JobSet %s admits once their job's leader is bound", set.Name)
 }
 
 // pgOwner returns the workload of kind, served at apiVersion, that owns
@@ -385,9 +381,8 @@ type ownerObject struct {
 	leaders     int64
 	leaderParts map[string]int32
 	// followers are, by replicated job with exclusive placement, the
-	// followers of each of its jobs: their number, and one as a pod made
-	// from the job's pod template (nil if it cannot be read).
-	followers map[string]jobFollowers
+	// number of followers of each of its jobs.
+	followers map[string]int
 	// readyWorkers, for an mpi-operator MPIJob whose launcher the operator
 	// creates once every worker is Ready, is the number of workers; 0
 	// otherwise. launcher is then its launcher, as a pod made from the
@@ -404,13 +399,6 @@ type ownerObject struct {
 	leaderFirst string
 	worker      *corev1.Pod
 	exclusive   string
-}
-
-// jobFollowers are the followers of a JobSet's job with exclusive
-// placement: n of them, each as pod describes it.
-type jobFollowers struct {
-	n   int
-	pod *corev1.Pod
 }
 
 // jobInfo is what the store keeps of a batch Job.
@@ -871,38 +859,16 @@ type replicaSpec struct {
 // mpi-operator's MPIJob spec, as the pod it makes; nil if there is none or
 // it cannot be read. The name is the launcher's, as mpi-operator names it.
 func launcherTemplate(spec map[string]any, ns, job string) *corev1.Pod {
-	pod := podTemplate(spec, ns, "mpiReplicaSpecs", "Launcher", "template")
-	if pod != nil {
-		pod.Name = job + "-launcher"
-	}
-	return pod
-}
-
-// jobPodTemplate reads the pod template of the i-th replicated job of a
-// JobSet's spec, as the pod it makes; nil if it cannot be read.
-func jobPodTemplate(spec map[string]any, i int, ns string) *corev1.Pod {
-	field, _, _ := unstructured.NestedFieldNoCopy(spec, "replicatedJobs")
-	rjs, _ := field.([]any)
-	if i >= len(rjs) {
-		return nil
-	}
-	rj, _ := rjs[i].(map[string]any)
-	return podTemplate(rj, ns, "template", "spec", "template")
-}
-
-// podTemplate reads the pod template at fields of obj, as a pod of
-// namespace ns; nil if there is none or it cannot be read.
-func podTemplate(obj map[string]any, ns string, fields ...string) *corev1.Pod {
-	raw, found, err := unstructured.NestedMap(obj, fields...)
+	raw, found, err := unstructured.NestedMap(spec, "mpiReplicaSpecs", "Launcher", "template")
 	if err != nil || !found {
 		return nil
 	}
 	var t corev1.PodTemplateSpec
-	if fromUnstructured(raw, strings.Join(fields, "."), &t) != nil {
+	if fromUnstructured(raw, "spec.mpiReplicaSpecs[Launcher].template", &t) != nil {
 		return nil
 	}
 	pod := &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}
-	pod.Namespace = ns
+	pod.Name, pod.Namespace = job+"-launcher", ns
 	return pod
 }
 
@@ -1102,10 +1068,9 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 				o.leaders += replicas
 				if pods > 1 {
 					if o.followers == nil {
-						o.followers = map[string]jobFollowers{}
+						o.followers = map[string]int{}
 					}
-					o.followers[rj.Name] = jobFollowers{n: int(min(pods-1, maxComing+1)),
-						pod: jobPodTemplate(spec, i, u.GetNamespace())}
+					o.followers[rj.Name] = int(min(pods-1, maxComing+1))
 				}
 			}
 			c.sum = min(c.sum+part, 1<<40)

@@ -972,8 +972,7 @@ func TestLWSWorkersAfterLeader(t *testing.T) {
 // taken, the job fits nowhere, and its leader waits, saying why.
 func TestJobSetFollowersRoomHeld(t *testing.T) {
 	jobset := ownerKindOf(t, kindJobSet, "v1alpha2")
-	const spec = `{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"parallelism":2,"completions":2,` +
-		`"template":{"spec":{"schedulerName":"phalanx","containers":[{"name":"w","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}}]}`
+	const spec = `{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"parallelism":2,"completions":2}}}]}`
 	const key = "jobset.sigs.k8s.io/job-key"
 	jobRef := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-w-0", UID: "uid-job-js-w-0"}
 	member := func(i int) *corev1.Pod {

@@ -198,12 +198,15 @@ func (s *Store) view(g *gangInfo) *gangView {
 				}
 				s.toCome(v, coming, what, why)
 			}
-		} else if coming, why := s.followersAfterLeaders(pg, g); coming != nil {
+		} else if coming, of, why := s.followersAfterLeaders(pg, g); coming != nil {
 			what := fmt.Sprintf("its %d followers", len(coming))
 			if len(coming) == 1 {
 				what = "its follower"
 			}
 			s.toCome(v, coming, what, why)
+			for i, c := range v.coming {
+				c.cons = of[i].cons // one group with its leader (core.placeAnchored)
+			}
 		}
 		v.arrival = pg.CreationTimestamp.Unix()
 		switch {

@@ -290,6 +290,45 @@ func TestOperatorJobSetExclusive(t *testing.T) {
 	e.logWaiting(j2)
 }
 
+// TestOperatorJobSetFollowersRoom: the example's JobSet (2 Jobs of 2 pods, each Job alone in a
+// rack) on racks of 2 nodes of 1 CPU, a pod's whole node. JobSet's webhook admits a Job's follower
+// only once its leader is bound, pinned to the leader's rack. Another pod takes one node of rack
+// r1, so a leader fits there but its follower does not. With racks r1 and r2 only, the leaders
+// wait, saying their followers need room too, rather than start and hold a node of r1 for a
+// follower that can never come. Once rack r3 comes, the JobSet runs whole, in r2 and r3.
+func TestOperatorJobSetFollowersRoom(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "jobset")
+	for _, rack := range []string{"r1", "r2"} {
+		e.addNodes(kwokNodes("jsf-"+rack, 2).CPU("1").Memory("32Gi").Label(labelRack, rack))
+	}
+	startScheduler(t)
+	startControllerManager(t, "job-controller")
+	startJobSet(t, e)
+
+	other := e.create(gang("other").Members(1).GPUs(0).WorkerCPU("1").NodeSelector(labelRack, "r1"))
+	e.eventually(time.Minute, "the other pod runs", e.bound(other))
+	js := example("jobset-exclusive.yaml", "fol", "10m")
+	if _, err := dyn.Resource(gvrJobSet).Namespace(e.ns).Create(e.ctx, js, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create JobSet: %v", err)
+	}
+	leaders := &opJob{w: jobSets, name: "fol", size: 2}
+	const want = "room for its 2 followers too, which JobSet fol admits once their job's leader is bound"
+	e.eventually(time.Minute, "the leaders wait, saying their followers need room too",
+		e.opEvery(leaders, "unbound, saying its followers need room too", func(p *corev1.Pod) bool {
+			return p.Spec.NodeName == "" && strings.Contains(podScheduledFalse(p), want)
+		}))
+	e.consistently(waitFor, "the leaders to wait, and the other pod to run",
+		all(e.opNoneBound(leaders), e.opCreated(leaders), e.bound(other)))
+
+	e.addNodes(kwokNodes("jsf-r3", 2).CPU("1").Memory("32Gi").Label(labelRack, "r3"))
+	j := &opJob{w: jobSets, name: "fol", size: 4}
+	e.eventually(2*time.Minute, "the JobSet's 4 pods run", e.opRunning(j))
+	e.eventually(10*time.Second, "each Job in a rack of its own, r2 and r3", all(e.racksPerJob(j, 2),
+		e.opEvery(j, "outside rack r1", func(p *corev1.Pod) bool { return !strings.HasPrefix(p.Spec.NodeName, "jsf-r1") })))
+	e.consistently(waitFor, "the JobSet and the other pod to keep running", all(e.opRunning(j), e.bound(other)))
+}
+
 // racksPerJob: the JobSet's pods are all bound, the pods of each of its jobs child Jobs within
 // one rack, and no rack holds pods of two Jobs.
 func (e *env) racksPerJob(j *opJob, jobs int) check {
