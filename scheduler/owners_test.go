@@ -963,16 +963,17 @@ func TestLWSWorkersAfterLeader(t *testing.T) {
 }
 
 // TestJobSetFollowersRoomHeld: a JobSet with exclusive placement in racks,
-// one job of 2 pods (a leader and a follower, 1 GPU each), on rack r0 (node
-// n0) and rack r1 (n1 and n2), of 1 GPU a node. JobSet's webhook admits the
-// follower only once the leader is bound, pinned to its rack. The leader
-// is placed only where its follower fits too, in r1, though n0, first in
-// node order, fits the leader alone; the follower's node is held for it
-// until it is bound, and another pod does not get it meanwhile. With n2
-// taken, the job fits nowhere, and its leader waits, saying why.
+// one job of 3 pods (a leader and 2 followers, 1 GPU each), on rack r0
+// (node n0) and rack r1 (n1 to n3), of 1 GPU a node. JobSet's webhook
+// admits the followers only once the leader is bound, pinned to its rack.
+// The leader is placed only where its followers fit too, in r1, though n0,
+// first in node order, fits the leader alone; the followers' nodes are
+// held for them, each until a follower is bound there, and another pod
+// does not get them meanwhile. With n3 taken, the job fits nowhere, and
+// its leader waits, saying why.
 func TestJobSetFollowersRoomHeld(t *testing.T) {
 	jobset := ownerKindOf(t, kindJobSet, "v1alpha2")
-	const spec = `{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"parallelism":2,"completions":2}}}]}`
+	const spec = `{"replicatedJobs":[{"name":"w","replicas":1,"template":{"spec":{"parallelism":3,"completions":3}}}]}`
 	const key = "jobset.sigs.k8s.io/job-key"
 	jobRef := &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-w-0", UID: "uid-job-js-w-0"}
 	member := func(i int) *corev1.Pod {
@@ -1004,7 +1005,7 @@ func TestJobSetFollowersRoomHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.store.SetQueue(testQueue(v1alpha1.DefaultQueue))
-		for i, rack := range []string{"r0", "r1", "r1"} {
+		for i, rack := range []string{"r0", "r1", "r1", "r1"} {
 			n := testNode(fmt.Sprintf("n%d", i), 1)
 			n.Labels = map[string]string{"rack": rack}
 			s.store.SetNode(n)
@@ -1027,13 +1028,16 @@ func TestJobSetFollowersRoomHeld(t *testing.T) {
 		s.cycle(ctx)
 		leader := nodeOf(s, "js-w-0-0")
 		hs := s.store.holds["ns/jobset-js"]
-		if leader == "" || len(hs) != 1 {
-			t.Fatalf("leader on %q, holds %+v: want it placed, and a hold for its follower (%+v)", leader, hs, s.verdicts["ns/jobset-js"])
+		if leader == "" || len(hs) != 2 {
+			t.Fatalf("leader on %q, holds %+v: want it placed, and a hold for each follower (%+v)", leader, hs, s.verdicts["ns/jobset-js"])
 		}
-		if leader == "n0" || hs[0].node == "n0" || hs[0].node == leader || hs[0].whole != 2 {
-			t.Fatalf("leader on %s, hold %+v: want both in rack r1, the hold until 2 members hold nodes", leader, hs[0])
+		held := map[string]bool{}
+		for _, h := range hs {
+			if leader == "n0" || h.node == "n0" || h.node == leader || h.whole != 3 {
+				t.Fatalf("leader on %s, holds %+v: want all in rack r1, on other nodes, until 3 members hold nodes", leader, hs)
+			}
+			held[h.node] = true
 		}
-		held := hs[0].node
 		other := testPod("other").GPUs(1).Obj()
 		other.CreationTimestamp = metav1.Unix(150, 0) // after the PodGroup (50)
 		other.Spec.NodeSelector = map[string]string{"rack": "r1"}
@@ -1042,27 +1046,34 @@ func TestJobSetFollowersRoomHeld(t *testing.T) {
 		if n := nodeOf(s, "other"); n != "" {
 			t.Fatalf("while the follower is not admitted yet, other is placed on %s", n)
 		}
+		// The followers come one by one (the Job controller retries
+		// each): each spends the hold of its node, and the other stays.
 		s.store.SetPod(member(1))
 		s.cycle(ctx)
-		if n := nodeOf(s, "js-w-0-1"); n != held {
-			t.Fatalf("follower on %q, want %s, held for it", n, held)
+		first := nodeOf(s, "js-w-0-1")
+		if hs := s.store.holds["ns/jobset-js"]; !held[first] || len(hs) != 1 || hs[0].node == first {
+			t.Fatalf("follower 1 on %q, holds then %+v: want it on a node held for it (%v), and the other still held", first, hs, held)
 		}
+		s.store.SetPod(member(2))
 		s.cycle(ctx)
+		if n := nodeOf(s, "js-w-0-2"); !held[n] || n == first {
+			t.Fatalf("follower 2 on %q, want the other node held (%v)", n, held)
+		}
 		if hs := s.store.holds["ns/jobset-js"]; len(hs) != 0 {
-			t.Errorf("holds %+v once the follower is placed, want none", hs)
+			t.Errorf("holds %+v once the followers are placed, want none", hs)
 		}
 	})
 
 	t.Run("no room", func(t *testing.T) {
 		s := setup(t)
 		taken := testPod("taken").GPUs(1).Obj()
-		taken.Spec.NodeName, taken.Status.Phase = "n2", corev1.PodRunning
+		taken.Spec.NodeName, taken.Status.Phase = "n3", corev1.PodRunning
 		s.store.SetPod(taken)
 		s.cycle(ctx)
 		if n := nodeOf(s, "js-w-0-0"); n != "" {
-			t.Fatalf("the leader is placed on %s, where its follower cannot follow", n)
+			t.Fatalf("the leader is placed on %s, where its followers cannot follow", n)
 		}
-		const want = "the gang starts only with room for its follower too, which JobSet js admits once their job's leader is bound"
+		const want = "the gang starts only with room for its 2 followers too, which JobSet js admits once their job's leader is bound"
 		if v := s.verdicts["ns/jobset-js"]; !strings.Contains(v.message, want) {
 			t.Errorf("the leader waits saying %q, want %q", v.message, want)
 		}

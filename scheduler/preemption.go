@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -39,9 +40,9 @@ import (
 //     bound, workersAfterLeader; the followers of a JobSet's jobs with
 //     exclusive placement, admitted once their leader is bound,
 //     followersAfterLeaders), on the node the cycle that placed the
-//     gang's first members found for it, until the gang holds all its
-//     members, none of them holds a node any more, or comingHoldFor has
-//     passed.
+//     gang's first members found for it, until a member of the gang is
+//     bound on that node, the gang holds all its members, none of them
+//     holds a node any more, or comingHoldFor has passed.
 // The store drops a gang's holds when the gang is gone.
 
 // heldRoom is one hold the store keeps.
@@ -153,8 +154,10 @@ func (s *Store) SetPlanHolds(byGang map[string][]heldRoom) {
 }
 
 // Placed drops holds a gang no longer needs: all of them once it reached
-// its minimum, and one hold for a failed member per member bound (on the
-// node of the bind if there is one there).
+// its minimum (but those kept for failed members and members to come), and
+// per member bound, the hold for a member to come on the node of the bind
+// if there is one, else one hold for a failed member (on that node if
+// there is one there).
 func (s *Store) Placed(gang string, boundOn []string, satisfied bool) {
 	hs := s.holds[gang]
 	if len(hs) == 0 {
@@ -164,10 +167,15 @@ func (s *Store) Placed(gang string, boundOn []string, satisfied bool) {
 		hs = lasting(hs)
 	}
 	for _, node := range boundOn {
-		i := -1
-		for j, h := range hs {
-			if h.failed && (i < 0 || h.node == node) {
-				i = j
+		// A bind on a node held for a member to come spends that hold:
+		// the member came, or another member of the gang was placed there,
+		// in its room or beside it.
+		i := slices.IndexFunc(hs, func(h heldRoom) bool { return h.whole > 0 && h.node == node })
+		if i < 0 {
+			for j, h := range hs {
+				if h.failed && (i < 0 || h.node == node) {
+					i = j
+				}
 			}
 		}
 		if i >= 0 {
