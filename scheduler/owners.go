@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +40,9 @@ import (
 //     spec.startupPolicy.startupPolicyOrder InOrder the JobSet controller
 //     creates a replicated job only once the previous one is ready, so each
 //     replicated job is a gang of its own (pod label
-//     jobset.sigs.k8s.io/replicatedjob-name). With exclusive placement
+//     jobset.sigs.k8s.io/replicatedjob-name); with dependsOn, only once the
+//     replicated job it names is Ready or Complete, so the replicated jobs
+//     that name the same one (or none) are a gang. With exclusive placement
 //     (annotation alpha.jobset.sigs.k8s.io/exclusive-topology on the
 //     JobSet or a replicated job's template, without
 //     alpha.jobset.sigs.k8s.io/node-selector), JobSet's webhooks admit a
@@ -372,12 +375,15 @@ type ownerObject struct {
 	// empty, says why it cannot be read.
 	min     int32
 	problem string
-	// JobSet: inOrder says the replicated jobs start in order, each one
-	// a gang, of parts[name] members.
-	inOrder bool
+	// JobSet: stageOf, when the replicated jobs do not all start at once
+	// (startupPolicyOrder InOrder, or dependsOn), maps each to the name of
+	// its stage, the first replicated job of those that start with it: a
+	// stage is a gang, of parts[stage] members. nil when they all start at
+	// once, as one gang.
+	stageOf map[string]string
 	parts   map[string]int32
-	// leaders counts the jobs with exclusive placement, by replicated job
-	// and in all.
+	// leaders counts the jobs with exclusive placement, by stage and in
+	// all.
 	leaders     int64
 	leaderParts map[string]int32
 	// followers are, by replicated job with exclusive placement, the
@@ -595,23 +601,29 @@ func (s *Store) deriveJobSet(pod *corev1.Pod, js string) *derivation {
 		return d
 	}
 	leadersFirst := pod.Annotations[annotationJobSetExclusive] != "" && pod.Annotations[annotationJobSetNodeSel] == ""
-	if !o.inOrder {
+	if o.stageOf == nil {
 		if leadersFirst {
 			d.min, d.problem = checkMin("its exclusive placement (one leader a job)", o.leaders)
 		}
 		return d
 	}
 	rj := pod.Labels[labelJobSetReplicatedJob]
-	d.pgName = derivedName("jobset", js, rj)
-	n, ok := o.parts[rj]
-	if leadersFirst {
-		n, ok = o.leaderParts[rj]
-	}
+	stage, ok := o.stageOf[rj]
 	if !ok {
+		d.pgName = derivedName("jobset", js, rj)
 		d.min, d.problem = 0, fmt.Sprintf("pod %s: JobSet %s/%s has no replicated job %q", pod.Name, pod.Namespace, js, rj)
 		return d
 	}
-	d.min, d.problem = checkMin(fmt.Sprintf("replicated job %q", rj), int64(n))
+	d.pgName = derivedName("jobset", js, stage)
+	n := o.parts[stage]
+	if leadersFirst {
+		n = o.leaderParts[stage]
+	}
+	what := fmt.Sprintf("replicated job %q", stage)
+	if stage != rj {
+		what = fmt.Sprintf("replicated jobs %q and %q, which start together", stage, rj)
+	}
+	d.min, d.problem = checkMin(what, int64(n))
 	return d
 }
 
@@ -921,22 +933,32 @@ func (k *kubeflowSpec) replicas(kind string) map[string]*replicaSpec {
 
 // jobSetSpec is the spec of a JobSet, as far as Phalanx reads it.
 type jobSetSpec struct {
-	ReplicatedJobs []struct {
-		Name     string `json:"name"`
-		Replicas *int32 `json:"replicas,omitempty"`
-		Template struct {
-			Metadata struct {
-				Annotations map[string]string `json:"annotations,omitempty"`
-			} `json:"metadata"`
-			Spec struct {
-				Parallelism *int32 `json:"parallelism,omitempty"`
-				Completions *int32 `json:"completions,omitempty"`
-			} `json:"spec"`
-		} `json:"template"`
-	} `json:"replicatedJobs"`
+	ReplicatedJobs []jobSetReplicatedJob `json:"replicatedJobs"`
 	StartupPolicy *struct {
 		StartupPolicyOrder string `json:"startupPolicyOrder,omitempty"`
 	} `json:"startupPolicy,omitempty"`
+}
+
+// jobSetReplicatedJob is a replicated job of a JobSet, as far as Phalanx
+// reads it.
+type jobSetReplicatedJob struct {
+	Name     string `json:"name"`
+	Replicas *int32 `json:"replicas,omitempty"`
+	Template struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations,omitempty"`
+		} `json:"metadata"`
+		Spec struct {
+			Parallelism *int32 `json:"parallelism,omitempty"`
+			Completions *int32 `json:"completions,omitempty"`
+		} `json:"spec"`
+	} `json:"template"`
+	// DependsOn: the replicated job's jobs are created once the one it
+	// names reaches Status (Ready or Complete); at most one.
+	DependsOn []struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	} `json:"dependsOn,omitempty"`
 }
 
 // lwsSpec is the spec of a LeaderWorkerSet, as far as Phalanx reads it.
@@ -1036,7 +1058,11 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 			o.problem = "spec.replicatedJobs is empty"
 			return o
 		}
-		o.inOrder = js.StartupPolicy != nil && js.StartupPolicy.StartupPolicyOrder == "InOrder"
+		inOrder := js.StartupPolicy != nil && js.StartupPolicy.StartupPolicyOrder == "InOrder"
+		if inOrder || slices.ContainsFunc(js.ReplicatedJobs, func(rj jobSetReplicatedJob) bool { return len(rj.DependsOn) > 0 }) {
+			o.stageOf = map[string]string{}
+		}
+		stageBy := map[string]string{} // dependsOn -> its stage
 		o.parts, o.leaderParts = map[string]int32{}, map[string]int32{}
 		exclusive := u.GetAnnotations()[annotationJobSetExclusive] != ""
 		for i, rj := range js.ReplicatedJobs {
@@ -1061,10 +1087,28 @@ func readOwner(gvr schema.GroupVersionResource, kind string, u *unstructured.Uns
 			if cmpl := rj.Template.Spec.Completions; cmpl != nil {
 				pods = min(pods, int64(*cmpl)) // a Job runs at most completions pods at once
 			}
+			// With dependsOn, the JobSet controller creates a replicated
+			// job's jobs once the one it names reaches the status it
+			// names: those naming the same start together.
+			stage := rj.Name
+			if o.stageOf != nil && !inOrder {
+				var after string
+				if len(rj.DependsOn) > 0 {
+					after = rj.DependsOn[0].Name + "\x00" + rj.DependsOn[0].Status
+				}
+				if first, ok := stageBy[after]; ok {
+					stage = first
+				} else {
+					stageBy[after] = rj.Name
+				}
+			}
+			if o.stageOf != nil {
+				o.stageOf[rj.Name] = stage
+			}
 			part := replicas * pods // both within int32: no overflow
-			o.parts[rj.Name] = int32(min(part, math.MaxInt32))
+			o.parts[stage] = int32(min(int64(o.parts[stage])+part, math.MaxInt32))
 			if exclusive || rj.Template.Metadata.Annotations[annotationJobSetExclusive] != "" {
-				o.leaderParts[rj.Name] = int32(replicas)
+				o.leaderParts[stage] = int32(min(int64(o.leaderParts[stage])+replicas, math.MaxInt32))
 				o.leaders += replicas
 				if pods > 1 {
 					if o.followers == nil {
@@ -1179,8 +1223,8 @@ func (s *Store) SetOwner(gvr schema.GroupVersionResource, kind string, u *unstru
 	if old == nil || !reflect.DeepEqual(*old, *o) {
 		s.epoch++ // a status update changes no gang
 	}
-	// Only a JobSet's startup order decides which gang a pod is in.
-	if kind == kindJobSet && (old != nil && old.inOrder) != o.inOrder {
+	// Only a JobSet's stages decide which gang a pod is in.
+	if kind == kindJobSet && !reflect.DeepEqual(stagesOf(old), o.stageOf) {
 		s.rekey(u.GetNamespace())
 	}
 }
@@ -1194,9 +1238,17 @@ func (s *Store) DeleteOwner(gvr schema.GroupVersionResource, kind string, u *uns
 	}
 	delete(s.owners.objects, key)
 	s.epoch++
-	if old.inOrder {
+	if old.stageOf != nil {
 		s.rekey(u.GetNamespace())
 	}
+}
+
+// stagesOf is o's stages, nil for no object.
+func stagesOf(o *ownerObject) map[string]string {
+	if o == nil {
+		return nil
+	}
+	return o.stageOf
 }
 
 // readJob reads what a batch Job says of its gang.

@@ -533,6 +533,9 @@ func TestOwnerCreatesPodGroup(t *testing.T) {
 func FuzzOwnerSpec(f *testing.F) {
 	f.Add(uint8(0), "js", `{"replicatedJobs":[{"name":"w","replicas":2,"template":{"spec":{"parallelism":4}}}]}`, "2")
 	f.Add(uint8(0), "js", `{"startupPolicy":{"startupPolicyOrder":"InOrder"},"replicatedJobs":[{"name":"w","replicas":-2}]}`, "")
+	f.Add(uint8(0), "js", `{"replicatedJobs":[{"name":"a"},{"name":"w","replicas":2147483647,"dependsOn":[{"name":"a","status":"Ready"}],`+
+		`"template":{"spec":{"parallelism":2147483647}}},{"name":"x","dependsOn":[{"name":"a","status":"Ready"}],"template":{"spec":{"parallelism":2147483647}}}]}`, "")
+	f.Add(uint8(0), "js", `{"replicatedJobs":[{"name":"a","dependsOn":[{"name":7}]}]}`, "")
 	f.Add(uint8(2), "tf.job", `{"tfReplicaSpecs":{"PS":{"replicas":1e300},"Worker":null}}`, "")
 	f.Add(uint8(3), "pt", `{"elasticPolicy":{"minReplicas":"2"},"pytorchReplicaSpecs":{"Master":{}}}`, "")
 	f.Add(uint8(8), "mpi", `{"mpiReplicaSpecs":{"Worker":{"replicas":4294967297}}}`, "")
@@ -665,6 +668,47 @@ func TestOwnerJobSetExclusive(t *testing.T) {
 				t.Errorf("gang says %q, want %q", v.invalid, tc.want)
 			}
 		})
+	}
+}
+
+// TestOwnerJobSetDependsOn: the JobSet controller creates a replicated
+// job's jobs only once the one its dependsOn names reaches the status it
+// names, so a gang of the whole JobSet could never be whole: the
+// replicated jobs that start together (naming the same dependency, or
+// none) are a gang, named after the first of them.
+func TestOwnerJobSetDependsOn(t *testing.T) {
+	jobset := ownerKindOf(t, "JobSet", "v1alpha2")
+	const spec = `{"replicatedJobs":[{"name":"init","template":{"spec":{}}},{"name":"dl","template":{"spec":{"parallelism":1}}},` +
+		`{"name":"workers","replicas":2,"dependsOn":[{"name":"init","status":"Complete"}],"template":{"spec":{"parallelism":2}}},` +
+		`{"name":"side","dependsOn":[{"name":"init","status":"Complete"}],"template":{"spec":{}}},` +
+		`{"name":"launcher","dependsOn":[{"name":"workers","status":"Ready"}],"template":{"spec":{}}}]}`
+	s := NewStore([]string{"phalanx"})
+	s.SetQueue(testQueue(v1alpha1.DefaultQueue))
+	s.SetOwner(jobset.gvr, jobset.kind, ownerObj(t, jobset, "js", spec))
+	for _, tc := range []struct{ rj, stage, min string }{
+		{"init", "init", "(minMember 2)"},
+		{"dl", "init", "(minMember 2)"},
+		{"workers", "workers", "(minMember 5)"},
+		{"side", "workers", "(minMember 5)"},
+		{"launcher", "launcher", "(minMember 1)"},
+	} {
+		pod := "js-" + tc.rj + "-0-0"
+		s.SetPod(ownedPod(pod, &metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: "js-" + tc.rj + "-0", UID: types.UID("uid-job-" + tc.rj)},
+			map[string]string{labelJobSetName: "js", labelJobSetReplicatedJob: tc.rj}, map[string]string{annotationJobIndex: "0"}))
+		want := "ns/" + derivedName("jobset", "js", tc.stage)
+		if got := gangOf(s, pod); got != want {
+			t.Errorf("replicated job %s: gang %q, want %q", tc.rj, got, want)
+			continue
+		}
+		if v := viewOf(t, s, want); !strings.Contains(v.invalid, tc.min) {
+			t.Errorf("replicated job %s: gang says %q, want %q", tc.rj, v.invalid, tc.min)
+		}
+	}
+	// Without dependsOn, the JobSet is one gang again.
+	s.SetOwner(jobset.gvr, jobset.kind, ownerObj(t, jobset, "js", strings.ReplaceAll(strings.ReplaceAll(spec,
+		`"dependsOn":[{"name":"init","status":"Complete"}],`, ""), `"dependsOn":[{"name":"workers","status":"Ready"}],`, "")))
+	if got := gangOf(s, "js-launcher-0-0"); got != "ns/jobset-js" {
+		t.Errorf("without dependsOn: gang %q, want ns/jobset-js", got)
 	}
 }
 

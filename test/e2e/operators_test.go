@@ -1346,6 +1346,76 @@ func TestOperatorJobSet(t *testing.T) {
 	seedShape(t, e, jobSets)
 }
 
+// TestOperatorJobSetDependsOn: docs/examples/jobset-depends-on.yaml as written. JobSet creates
+// the trainer Job only once the initializer Job has completed (dependsOn): a gang of the whole
+// JobSet would wait for ever. The initializer runs alone, as a gang of its own, then the 2
+// trainers, together, and the JobSet completes.
+func TestOperatorJobSetDependsOn(t *testing.T) {
+	e := newOperatorEnv(t)
+	installOperatorCRDs(t, e, "jobset")
+	e.addNodes(kwokNodes("op-jsd", 2).CPU("4").Memory("16Gi").GPUs(1))
+	startScheduler(t)
+	startControllerManager(t, "job-controller")
+	startJobSet(t, e)
+
+	if _, err := dyn.Resource(gvrJobSet).Namespace(e.ns).Create(e.ctx, exampleAsWritten("jobset-depends-on.yaml", "dep"),
+		metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create JobSet: %v", err)
+	}
+	of := func(rj string, n int, what string, ok func(*corev1.Pod) bool) check {
+		return func(ctx context.Context) error {
+			pods, err := e.opPods(&opJob{w: jobSets, name: "dep"})
+			if err != nil {
+				return err
+			}
+			var mine []corev1.Pod
+			for _, p := range pods {
+				if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == rj {
+					mine = append(mine, p)
+				}
+			}
+			if len(mine) != n {
+				return fmt.Errorf("replicated job %s has %d pods, want %d (the JobSet has %d)", rj, len(mine), n, len(pods))
+			}
+			return allPods(mine, "replicated job "+rj, what, ok)
+		}
+	}
+	succeeded := func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded }
+	e.eventually(time.Minute, "the initializer runs, alone", of("initializer", 1, "bound and Running or Succeeded", podStarted))
+	e.eventually(time.Minute, "the initializer succeeds", of("initializer", 1, "Succeeded", succeeded))
+	e.eventually(time.Minute, "the 2 trainers run", of("trainer", 2, "Running on a node", podRunningOnNode))
+	e.eventually(10*time.Second, "a PodGroup for each stage, of minMember 1 and 2", func(ctx context.Context) error {
+		l, err := phalanx.SchedulingV1alpha1().PodGroups(e.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, pg := range l.Items {
+			if pg.Annotations[annDerivedFrom] == "JobSet/dep" {
+				got = append(got, fmt.Sprintf("%s:%d", strings.Join(strings.Split(pg.Name, "-")[:3], "-"), pg.Spec.MinMember))
+			}
+		}
+		sort.Strings(got)
+		if want := []string{"jobset-dep-initializer:1", "jobset-dep-trainer:2"}; !slices.Equal(got, want) {
+			return fmt.Errorf("PodGroups derived from JobSet dep (name's first 3 parts:minMember) %v, want %v", got, want)
+		}
+		return nil
+	})
+	e.eventually(2*time.Minute, "the JobSet completes", func(ctx context.Context) error {
+		js, err := dyn.Resource(gvrJobSet).Namespace(e.ns).Get(ctx, "dep", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(js.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Completed" && m["status"] == "True" {
+				return nil
+			}
+		}
+		return fmt.Errorf("JobSet dep has conditions %v, not Completed", conds)
+	})
+}
+
 // TestOperatorLWS: a LeaderWorkerSet of one group of n pods (leader StatefulSet, worker
 // StatefulSet), schedulerName phalanx. No gang label either; LWS pods do not end, so a job ends
 // when the test deletes it.
