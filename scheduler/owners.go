@@ -934,7 +934,7 @@ func (k *kubeflowSpec) replicas(kind string) map[string]*replicaSpec {
 // jobSetSpec is the spec of a JobSet, as far as Phalanx reads it.
 type jobSetSpec struct {
 	ReplicatedJobs []jobSetReplicatedJob `json:"replicatedJobs"`
-	StartupPolicy *struct {
+	StartupPolicy  *struct {
 		StartupPolicyOrder string `json:"startupPolicyOrder,omitempty"`
 	} `json:"startupPolicy,omitempty"`
 }
